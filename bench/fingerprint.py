@@ -1,0 +1,56 @@
+"""Request fingerprints: what makes two requests "the same" for replay and for pairing runs.
+
+Rule version 1 (documented in docs/cassette-format.md):
+  sha256 over  METHOD, a space, the path without a trailing slash, "?" and the query's non-secret parameters
+  sorted, a newline, then the canonical body.
+  The canonical body of a JSON object is its JSON with sorted keys, compact separators and UTF-8 text, after
+  dropping the top-level fields in VOLATILE_FIELDS (they change how an answer is delivered or billed, not what
+  the model is asked). Any other body is used as raw bytes.
+Changing anything here means bumping FINGERPRINT_VERSION: cassettes store the version they were written with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+from urllib.parse import parse_qsl
+
+FINGERPRINT_VERSION = 1
+
+VOLATILE_FIELDS = frozenset({"stream", "stream_options", "user", "metadata", "store"})
+
+# Query parameters that carry credentials on some gateways (Azure's api-key, Google's key).
+SECRET_QUERY_PARAMS = frozenset({"api-key", "api_key", "key", "access_token", "token", "code"})
+
+
+def canonical_body(body: bytes) -> Any:
+    """The body as the fingerprint sees it: a JSON object without volatile fields, or None if not JSON."""
+    if not body:
+        return {}
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if k not in VOLATILE_FIELDS}
+    return value
+
+
+def canonical_query(query: str) -> list[tuple[str, str]]:
+    pairs = parse_qsl(query, keep_blank_values=True)
+    return sorted((k, v) for k, v in pairs if k.lower() not in SECRET_QUERY_PARAMS)
+
+
+def fingerprint(method: str, path: str, query: str, body: bytes) -> str:
+    """The request's fingerprint: 'fp1:' and 32 hex digits (128 bits of sha256)."""
+    digest = hashlib.sha256()
+    qs = "&".join(f"{k}={v}" for k, v in canonical_query(query))
+    digest.update(f"{method.upper()} {path.rstrip('/') or '/'}?{qs}\n".encode())
+    canon = canonical_body(body)
+    if canon is None:
+        digest.update(b"raw:")
+        digest.update(body)
+    else:
+        digest.update(json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+    return f"fp{FINGERPRINT_VERSION}:{digest.hexdigest()[:32]}"

@@ -1,0 +1,178 @@
+"""Server-sent events, parsed as the HTML standard defines them (section 9.2.6).
+
+Two entry points that agree on every input (a hypothesis test holds them to it):
+- `SSEParser`: incremental, fed one network read at a time; the proxy and live clients use it.
+- `events_with_times`: whole recorded streams, with each event stamped by the arrival time of the read that
+  completed it; the scorer's hot path, with a fast path for the common `data: ...\n\n` framing.
+
+Rules kept: lines end with CRLF, LF or CR; a line starting with ':' is a comment; `field: value` loses one leading
+space; a line without ':' is a field with an empty value; `data` lines are joined with LF; an empty line dispatches
+the event unless its data is empty; a leading BOM is dropped; an event not ended by an empty line when the stream
+ends is not dispatched (`SSEParser.pending` says one was cut).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_BOM = "\ufeff"
+
+
+@dataclass(slots=True)
+class SSEEvent:
+    data: str
+    event: str = "message"
+    id: str | None = None
+    retry: int | None = None
+    comments: int = 0
+
+
+class SSEParser:
+    def __init__(self) -> None:
+        self._buf = b""
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._comments = 0
+        self._started = False
+        self._last_cr = False
+
+    @property
+    def pending(self) -> bool:
+        """True if bytes or fields of an event not yet ended by an empty line are held."""
+        return bool(self._buf.strip(b"\r\n") or self._data or self._event)
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        out: list[SSEEvent] = []
+        buf = self._buf + chunk if self._buf else chunk
+        if self._last_cr and buf.startswith(b"\n"):
+            buf = buf[1:]  # the LF of a CRLF split across reads
+        self._last_cr = False
+        start = 0
+        n = len(buf)
+        while start < n:
+            lf = buf.find(b"\n", start)
+            cr = buf.find(b"\r", start, lf if lf >= 0 else n)
+            if cr >= 0:
+                end, nxt = cr, cr + 1
+                if nxt < n and buf[nxt] == 0x0A:
+                    nxt += 1
+                elif nxt == n:
+                    self._last_cr = True
+            elif lf >= 0:
+                end, nxt = lf, lf + 1
+            else:
+                break
+            self._line(buf[start:end], out)
+            start = nxt
+        self._buf = buf[start:]
+        return out
+
+    def _line(self, raw: bytes, out: list[SSEEvent]) -> None:
+        line = raw.decode("utf-8", "replace")
+        if not self._started:
+            self._started = True
+            if line.startswith(_BOM):
+                line = line[1:]
+        if not line:
+            if self._data:
+                out.append(
+                    SSEEvent("\n".join(self._data), self._event or "message", self._id, self._retry, self._comments)
+                )
+            self._data = []
+            self._event = ""
+            self._retry = None
+            self._comments = 0
+            return
+        if line[0] == ":":
+            self._comments += 1
+            return
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
+
+
+def events_with_times(chunks: Sequence[bytes], times: Sequence[int]) -> tuple[list[tuple[int, str]], bool]:
+    """Every dispatched event's data, with the time of the read that completed it, and whether the stream ended
+    inside an event. `times` are absolute (one per chunk, same length as `chunks`).
+
+    Only `data` is returned: event names, ids and retry values do not matter to an OpenAI-style stream consumer.
+    """
+    data = b"".join(chunks)
+    if b"\r" in data or data.startswith(b"\xef\xbb\xbf"):
+        return _slow_events(chunks, times)
+    out: list[tuple[int, str]] = []
+    ends: list[int] = []
+    total = 0
+    for c in chunks:
+        total += len(c)
+        ends.append(total)
+    ci = 0
+    pos = 0
+    n = len(data)
+    while True:
+        sep = data.find(b"\n\n", pos)
+        if sep < 0:
+            break
+        block = data[pos:sep]
+        end = sep + 2
+        # The event is complete once the read holding its second LF has arrived.
+        while ends[ci] < end:
+            ci += 1
+        t = times[ci]
+        if block.startswith(b"data: ") and b"\n" not in block:
+            out.append((t, block[6:].decode("utf-8", "replace")))
+        elif block:
+            text = _block_data(block)
+            if text is not None:
+                out.append((t, text))
+        pos = end
+        # Extra LFs between events are empty lines that dispatch nothing.
+        while pos < n and data[pos] == 0x0A:
+            pos += 1
+    return out, _tail_pending(data[pos:])
+
+
+def _tail_pending(tail: bytes) -> bool:
+    """Whether bytes after the last dispatched event hold an unfinished event (as `SSEParser.pending` says)."""
+    if not tail:
+        return False
+    if not tail.endswith(b"\n"):
+        return True
+    for raw in tail[:-1].split(b"\n"):
+        name, _sep, value = raw.partition(b":")
+        if name == b"data" or (name == b"event" and (value[1:] if value.startswith(b" ") else value)):
+            return True
+    return False
+
+
+def _block_data(block: bytes) -> str | None:
+    """The data of one LF-framed event block (no empty line inside), or None if it has none."""
+    lines: list[str] = []
+    for raw in block.split(b"\n"):
+        line = raw.decode("utf-8", "replace")
+        if not line or line[0] == ":":
+            continue
+        name, sep, value = line.partition(":")
+        if name == "data":
+            lines.append(value[1:] if sep and value.startswith(" ") else value)
+    return "\n".join(lines) if lines else None
+
+
+def _slow_events(chunks: Sequence[bytes], times: Sequence[int]) -> tuple[list[tuple[int, str]], bool]:
+    parser = SSEParser()
+    out: list[tuple[int, str]] = []
+    for chunk, t in zip(chunks, times, strict=True):
+        out.extend((t, ev.data) for ev in parser.feed(chunk))
+    return out, parser.pending

@@ -1,0 +1,32 @@
+"""The project's own checks run as tests so that `.ci/run` holds every submission to them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_lint_and_format() -> None:
+    lint = run(str(BIN / "ruff"), "check", ".")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    fmt = run(str(BIN / "ruff"), "format", "--check", ".")
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+
+
+def test_mypy_strict() -> None:
+    result = run(str(BIN / "mypy"))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_scorer_never_imports_aiohttp() -> None:
+    code = "import sys, scorer, bench.cassette, bench.sse; import scorer.command; sys.exit('aiohttp' in sys.modules)"
+    result = run(sys.executable, "-c", code)
+    assert result.returncode == 0, result.stdout + result.stderr or "the scorer imported aiohttp"
