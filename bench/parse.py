@@ -1,0 +1,367 @@
+"""Rebuild a recorded exchange as an OpenAI client would have seen it.
+
+From the raw bytes of every upstream read: SSE events (bench.sse), the assembled content, reasoning and tool calls
+(fragments joined by index), finish_reason, usage, model, system_fingerprint; non-streamed JSON bodies too. Problems
+are data (`findings`), never exceptions. Timing follows vLLM's serving benchmark (FIELD-NOTES): a "token event" is
+an event with non-empty `choices`; TTFT is the first one, ITL the gaps between consecutive ones, E2EL the last one
+(usage-only chunk and [DONE] excluded), TPOT = (E2EL - TTFT) / (output tokens - 1).
+
+PARSER_VERSION is part of the scorer's version: any change to what this module returns for the same bytes bumps it,
+so rescoring shows the flips it causes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import accumulate, pairwise
+from typing import Any
+
+import orjson
+
+from bench.sse import events_with_times
+
+PARSER_VERSION = 1
+
+# Text that a model meant as a tool call but wrote as prose (Hermes/ChatML tags, bare JSON calls).
+_TEXT_TOOL_CALL = re.compile(
+    r"<tool_call>|<function[=>]|\[TOOL_CALLS\]|\{\s*\"(?:name|function)\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\"",
+)
+
+
+@dataclass(slots=True)
+class ToolCall:
+    index: int
+    id: str | None = None
+    name: str = ""
+    arguments: str = ""
+    type: str = "function"
+    parsed_arguments: Any = None
+    valid_json: bool = False
+
+    def finish(self) -> None:
+        text = self.arguments.strip() or "{}"
+        try:
+            self.parsed_arguments = orjson.loads(text)
+            self.valid_json = True
+        except orjson.JSONDecodeError:
+            self.parsed_arguments = None
+            self.valid_json = False
+
+
+@dataclass(slots=True)
+class Timing:
+    ttft_us: int | None = None
+    e2el_us: int | None = None
+    tpot_us: float | None = None
+    itl_us: list[int] = field(default_factory=list)
+    output_tokens: int | None = None
+    tokens_source: str | None = None  # "usage" or "counted"
+    n_events: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ttft_us": self.ttft_us,
+            "e2el_us": self.e2el_us,
+            "tpot_us": self.tpot_us,
+            "itl_us": self.itl_us,
+            "output_tokens": self.output_tokens,
+            "tokens_source": self.tokens_source,
+            "n_events": self.n_events,
+        }
+
+
+@dataclass
+class ParsedExchange:
+    id: str = ""
+    status: int | None = None
+    outcome: str = "complete"
+    streamed: bool = False
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    model: str | None = None
+    system_fingerprint: str | None = None
+    error: str | None = None
+    findings: list[str] = field(default_factory=list)
+    events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    timing: Timing = field(default_factory=Timing)
+    tags: dict[str, str] = field(default_factory=dict)
+    request_body: bytes = b""
+
+    @cached_property
+    def request_json(self) -> dict[str, Any] | None:
+        """The request body as JSON (messages, tools, sampling), or None if it was not a JSON object."""
+        try:
+            value = orjson.loads(self.request_body) if self.request_body else None
+        except orjson.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "complete" and self.status is not None and self.status < 400
+
+
+def parse_exchange(
+    record: dict[str, Any], *, max_tokens: int | None = None, deadline_us: int | None = None
+) -> ParsedExchange:
+    """Parse one cassette exchange record. `max_tokens` / `deadline_us` cut the stream as if generation had stopped
+    after that many completion tokens / the client had given up that long after sending the request."""
+    response = record.get("response") or {}
+    request = record.get("request") or {}
+    chunks: list[bytes] = response.get("chunks") or []
+    times = list(accumulate(response.get("chunk_us") or [0] * len(chunks)))
+    parsed = ParsedExchange(
+        id=str(record.get("id", "")),
+        status=response.get("status"),
+        outcome=str(record.get("outcome", "complete")),
+        streamed=bool(response.get("streamed")),
+        error=record.get("error"),
+        tags=dict(record.get("tags") or {}),
+        request_body=request.get("body") or b"",
+    )
+    if deadline_us is not None and times and times[-1] > deadline_us:
+        keep = sum(1 for t in times if t <= deadline_us)
+        chunks, times = chunks[:keep], times[:keep]
+        parsed.findings.append("budget_deadline")
+        if parsed.outcome == "complete":
+            parsed.outcome = "timeout"
+    if parsed.status is not None and parsed.status >= 400:
+        parsed.findings.append("http_error")
+    if parsed.streamed:
+        _parse_stream(parsed, chunks, times, max_tokens)
+    else:
+        _parse_body(parsed, chunks, times, max_tokens)
+    return parsed
+
+
+def parse_stream(chunks: Sequence[bytes], times: Sequence[int]) -> ParsedExchange:
+    """Parse a live SSE stream (e.g. in a driver) with absolute read times."""
+    parsed = ParsedExchange(streamed=True, status=200)
+    _parse_stream(parsed, chunks, times, None)
+    return parsed
+
+
+def _parse_stream(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None) -> None:
+    raw_events, cut = events_with_times(chunks, times)
+    budget_cut = False
+    if max_tokens is not None:
+        raw_events, budget_cut = _cut_to_tokens(raw_events, max_tokens)
+        if budget_cut:
+            p.findings.append("budget_max_tokens")
+            cut = False
+    loads = orjson.loads
+    content: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, ToolCall] = {}
+    token_times: list[int] = []
+    counted = 0
+    done = False
+    bad_json = False
+    for t, data in raw_events:
+        if data == "[DONE]":
+            done = True
+            continue
+        try:
+            obj = loads(data)
+        except orjson.JSONDecodeError:
+            bad_json = True
+            continue
+        if not isinstance(obj, dict):
+            bad_json = True
+            continue
+        p.events.append((t, obj))
+        if obj.get("error"):
+            p.findings.append("error_event")
+            err = obj["error"]
+            p.error = str(err.get("message", err) if isinstance(err, dict) else err)
+        if p.model is None and obj.get("model"):
+            p.model = obj["model"]
+        if p.system_fingerprint is None and obj.get("system_fingerprint"):
+            p.system_fingerprint = obj["system_fingerprint"]
+        usage = obj.get("usage")
+        if usage:
+            p.usage = usage
+        choices = obj.get("choices")
+        if not choices:
+            continue
+        token_times.append(t)
+        for choice in choices:
+            if choice.get("index", 0) != 0:
+                continue  # n > 1: the first choice is the answer that is scored
+            delta = choice.get("delta")
+            if delta is None:
+                text = choice.get("text")  # legacy completions stream
+                if text:
+                    content.append(text)
+                    counted += 1
+            else:
+                counted += _apply_delta(delta, content, reasoning, calls)
+            if choice.get("finish_reason"):
+                p.finish_reason = choice["finish_reason"]
+    p.content = "".join(content)
+    p.reasoning = "".join(reasoning)
+    _finish_calls(p, calls)
+    if budget_cut:
+        # Generation stopped at the budget: the server would have ended the stream cleanly there.
+        p.finish_reason, done = "length", True
+    if bad_json:
+        p.findings.append("bad_event_json")
+    if not done:
+        p.findings.append("no_done")
+    if cut or (not done and p.finish_reason is None):
+        p.findings.append("truncated")
+    if not token_times and p.status is not None and p.status < 400:
+        p.findings.append("empty_choices")
+    if p.usage is None and token_times:
+        p.findings.append("no_usage")
+    _timing(p, token_times, counted)
+
+
+def _apply_delta(delta: dict[str, Any], content: list[str], reasoning: list[str], calls: dict[int, ToolCall]) -> int:
+    """Fold one delta into the answer; returns 1 if it carried output (content, reasoning or a tool-call part)."""
+    produced = 0
+    text = delta.get("content")
+    if text:
+        content.append(text)
+        produced = 1
+    think = delta.get("reasoning_content") or delta.get("reasoning")
+    if think and isinstance(think, str):
+        reasoning.append(think)
+        produced = 1
+    fragments = delta.get("tool_calls")
+    if fragments:
+        produced = 1
+        for pos, frag in enumerate(fragments):
+            idx = frag.get("index", pos)
+            call = calls.get(idx)
+            if call is None:
+                call = calls[idx] = ToolCall(index=idx)
+            if frag.get("id"):
+                call.id = frag["id"]
+            if frag.get("type"):
+                call.type = frag["type"]
+            fn = frag.get("function") or {}
+            name = fn.get("name")
+            if name and name != call.name:
+                call.name += name
+            args = fn.get("arguments")
+            if args:
+                call.arguments += args if isinstance(args, str) else orjson.dumps(args).decode()
+    legacy = delta.get("function_call")
+    if legacy:
+        produced = 1
+        call = calls.setdefault(0, ToolCall(index=0))
+        if legacy.get("name"):
+            call.name = legacy["name"]
+        call.arguments += legacy.get("arguments") or ""
+    return produced
+
+
+def _finish_calls(p: ParsedExchange, calls: dict[int, ToolCall]) -> None:
+    p.tool_calls = [calls[i] for i in sorted(calls)]
+    for call in p.tool_calls:
+        call.finish()
+    if any(not c.valid_json for c in p.tool_calls):
+        p.findings.append("invalid_tool_json")
+    if not p.tool_calls and _TEXT_TOOL_CALL.search(p.content):
+        p.findings.append("text_tool_call")
+
+
+def _timing(p: ParsedExchange, token_times: list[int], counted: int) -> None:
+    timing = p.timing
+    timing.n_events = len(token_times)
+    completion = (p.usage or {}).get("completion_tokens")
+    if isinstance(completion, int) and "budget_max_tokens" not in p.findings and "budget_deadline" not in p.findings:
+        timing.output_tokens, timing.tokens_source = completion, "usage"
+    else:
+        timing.output_tokens, timing.tokens_source = counted, "counted"
+    if not token_times:
+        return
+    timing.ttft_us = token_times[0]
+    timing.e2el_us = token_times[-1]
+    timing.itl_us = [b - a for a, b in pairwise(token_times)]
+    if timing.output_tokens and timing.output_tokens > 1:
+        timing.tpot_us = (timing.e2el_us - timing.ttft_us) / (timing.output_tokens - 1)
+
+
+def _cut_to_tokens(events: list[tuple[int, str]], max_tokens: int) -> tuple[list[tuple[int, str]], bool]:
+    """Keep events up to the one that produced the max_tokens-th output token.
+
+    Approximation: one token per content/tool delta event, which is what vLLM, llama.cpp and OpenAI stream; a
+    server that packs several tokens per event is cut later than it should be.
+    """
+    kept: list[tuple[int, str]] = []
+    produced = 0
+    for t, data in events:
+        if produced >= max_tokens and data != "[DONE]":
+            return kept, True
+        kept.append((t, data))
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            continue
+        choices = obj.get("choices") if isinstance(obj, dict) else None
+        if choices and _apply_delta(choices[0].get("delta") or {}, [], [], {}):
+            produced += 1
+    return kept, False
+
+
+def _parse_body(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None) -> None:
+    body = b"".join(chunks)
+    if times:
+        p.timing.e2el_us = times[-1]
+    if not body:
+        return
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        if p.status is not None and p.status < 400:
+            p.findings.append("bad_body_json")
+        return
+    if not isinstance(doc, dict):
+        return
+    if doc.get("error"):
+        err = doc["error"]
+        p.error = str(err.get("message", err) if isinstance(err, dict) else err)
+    p.model = doc.get("model")
+    p.system_fingerprint = doc.get("system_fingerprint")
+    p.usage = doc.get("usage") or None
+    choices = doc.get("choices") or []
+    first = next((c for c in choices if c.get("index", 0) == 0), None)
+    if first is not None:
+        p.finish_reason = first.get("finish_reason")
+        message = first.get("message")
+        if message is None:
+            p.content = first.get("text") or ""
+        else:
+            p.content = message.get("content") or ""
+            p.reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+            calls: dict[int, ToolCall] = {}
+            for i, tc in enumerate(message.get("tool_calls") or []):
+                fn = tc.get("function") or {}
+                args = fn.get("arguments", "")
+                calls[i] = ToolCall(
+                    index=i,
+                    id=tc.get("id"),
+                    name=fn.get("name") or "",
+                    arguments=args if isinstance(args, str) else orjson.dumps(args).decode(),
+                    type=tc.get("type") or "function",
+                )
+            _finish_calls(p, calls)
+    elif "choices" in doc and p.status is not None and p.status < 400:
+        p.findings.append("empty_choices")
+    completion = (p.usage or {}).get("completion_tokens")
+    if isinstance(completion, int):
+        p.timing.output_tokens, p.timing.tokens_source = completion, "usage"
+    if max_tokens is not None and isinstance(completion, int) and completion > max_tokens:
+        # A non-streamed body has no per-token boundary: keep the proportional prefix of the text.
+        keep = int(len(p.content) * max_tokens / completion)
+        p.content = p.content[:keep]
+        p.finish_reason = "length"
+        p.findings.append("budget_max_tokens")

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.parse import parse_exchange
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **top: Any) -> bytes:
+    obj: dict[str, Any] = {"id": "c1", "object": "chat.completion.chunk", "model": "m-served", **top}
+    if delta is not None or finish is not None:
+        obj["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
+    else:
+        obj.setdefault("choices", [])
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def stream_record(chunks: list[bytes], gaps: list[int] | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "x1",
+        "request": {"method": "POST", "path": "/v1/chat/completions", "body": b'{"model":"m"}'},
+        "response": {
+            "status": 200,
+            "streamed": True,
+            "chunks": chunks,
+            "chunk_us": gaps or [1000] * len(chunks),
+        },
+        "outcome": "complete",
+        **extra,
+    }
+
+
+TOOL_STREAM = [
+    chunk({"role": "assistant", "content": ""}, system_fingerprint="fp_1"),
+    chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "get_weather"}}]}),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]}),
+    chunk({"tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "get_time", "arguments": "{}"}}]}),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
+    chunk(finish="tool_calls"),
+    chunk(usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}),
+    b"data: [DONE]\n\n",
+]
+
+
+def test_tool_calls_are_assembled_by_index() -> None:
+    p = parse_exchange(stream_record(TOOL_STREAM))
+    assert [(c.index, c.id, c.name, c.parsed_arguments) for c in p.tool_calls] == [
+        (0, "call_a", "get_weather", {"city": "Paris"}),
+        (1, "call_b", "get_time", {}),
+    ]
+    assert p.finish_reason == "tool_calls"
+    assert p.system_fingerprint == "fp_1" and p.model == "m-served"
+    assert p.usage == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    assert p.findings == []
+
+
+def test_vllm_timing_definitions() -> None:
+    # reads at 1000, 3000, 6000, ... µs after the request; usage chunk and [DONE] do not count as token events
+    gaps = [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000]
+    p = parse_exchange(stream_record(TOOL_STREAM, gaps))
+    t = p.timing
+    assert t.ttft_us == 1000  # the role-only first chunk counts, as in vLLM
+    assert t.e2el_us == 21000  # the finish_reason chunk is the last with choices
+    assert t.itl_us == [2000, 3000, 4000, 5000, 6000]
+    assert t.output_tokens == 5 and t.tokens_source == "usage"
+    assert t.tpot_us == (21000 - 1000) / 4
+
+
+def test_findings_for_a_cut_stream_with_bad_arguments_and_no_usage() -> None:
+    chunks = [
+        chunk({"role": "assistant"}),
+        chunk({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": '{"a": '}}]}),
+    ]
+    p = parse_exchange(stream_record([*chunks, b'data: {"choi']))
+    assert {"no_done", "truncated", "invalid_tool_json", "no_usage"} <= set(p.findings)
+    assert p.tool_calls[0].valid_json is False
+    assert p.timing.tokens_source == "counted"
+
+
+def test_text_tool_call_and_error_event() -> None:
+    text = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    p = parse_exchange(stream_record([chunk({"content": text}, finish="stop"), b"data: [DONE]\n\n"]))
+    assert "text_tool_call" in p.findings and not p.tool_calls
+    err = parse_exchange(stream_record([b'data: {"error": {"message": "overloaded"}}\n\n']))
+    assert "error_event" in err.findings and err.error == "overloaded"
+
+
+def test_non_streamed_body() -> None:
+    body = {
+        "model": "m2",
+        "system_fingerprint": "fp_9",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"x":1}'}}],
+                },
+            }
+        ],
+        "usage": {"completion_tokens": 9},
+    }
+    raw = json.dumps(body).encode()
+    rec = {"response": {"status": 200, "streamed": False, "chunks": [raw[:10], raw[10:]], "chunk_us": [500, 700]}}
+    p = parse_exchange(rec)
+    assert p.tool_calls[0].parsed_arguments == {"x": 1} and p.content == ""
+    assert p.timing.e2el_us == 1200 and p.timing.output_tokens == 9
+    err = parse_exchange({"response": {"status": 429, "chunks": [b'{"error":{"message":"slow down"}}']}})
+    assert err.findings == ["http_error"] and err.error == "slow down"
+
+
+def test_budgets_cut_as_if_generation_or_the_client_stopped() -> None:
+    words = [chunk({"content": f"w{i} "}) for i in range(10)]
+    chunks = [chunk({"role": "assistant"}), *words, chunk(finish="stop"), b"data: [DONE]\n\n"]
+    full = parse_exchange(stream_record(chunks))
+    assert full.content.split() == [f"w{i}" for i in range(10)]
+    short = parse_exchange(stream_record(chunks), max_tokens=3)
+    assert short.content.split() == ["w0", "w1", "w2"]
+    assert short.finish_reason == "length" and "budget_max_tokens" in short.findings
+    assert "truncated" not in short.findings
+    late = parse_exchange(stream_record(chunks, [1000] * len(chunks)), deadline_us=4500)
+    assert late.content.split() == ["w0", "w1", "w2"]
+    assert late.outcome == "timeout" and "budget_deadline" in late.findings
+
+
+@given(cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12))
+def test_read_boundaries_never_change_the_answer(cuts: list[int]) -> None:
+    raw = b"".join(TOOL_STREAM)
+    bounds = sorted({c for c in cuts if c <= len(raw)} | {0, len(raw)})
+    chunks = [raw[a:b] for a, b in pairwise(bounds)]
+    p = parse_exchange(stream_record(chunks))
+    whole = parse_exchange(stream_record([raw]))
+    assert [(c.name, c.arguments) for c in p.tool_calls] == [(c.name, c.arguments) for c in whole.tool_calls]
+    assert p.findings == whole.findings and p.finish_reason == whole.finish_reason
