@@ -254,7 +254,8 @@ def _apply_delta(delta: dict[str, Any], content: list[str], reasoning: list[str]
             if args:
                 call.arguments += args if isinstance(args, str) else orjson.dumps(args).decode()
     legacy = delta.get("function_call")
-    if legacy:
+    # llama.cpp's server sends the same fragment both as function_call and tool_calls: count it once.
+    if legacy and not fragments:
         produced = 1
         call = calls.setdefault(0, ToolCall(index=0))
         if legacy.get("name"):

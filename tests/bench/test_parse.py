@@ -138,3 +138,14 @@ def test_read_boundaries_never_change_the_answer(cuts: list[int]) -> None:
     whole = parse_exchange(stream_record([raw]))
     assert [(c.name, c.arguments) for c in p.tool_calls] == [(c.name, c.arguments) for c in whole.tool_calls]
     assert p.findings == whole.findings and p.finish_reason == whole.finish_reason
+
+
+def test_llama_cpp_style_duplicate_function_call_and_repeated_names() -> None:
+    def frag(args: str) -> bytes:
+        fc = {"name": "get_weather", "arguments": args}
+        tc = [{"index": 0, "id": "call_0", "type": "function", "function": fc}]
+        return chunk({"role": None, "content": None, "function_call": fc, "tool_calls": tc})
+
+    chunks = [frag("{"), frag(' "city"'), frag(': "Paris"}'), chunk(finish="tool_calls"), b"data: [DONE]\n\n"]
+    p = parse_exchange(stream_record(chunks))
+    assert [(c.name, c.parsed_arguments) for c in p.tool_calls] == [("get_weather", {"city": "Paris"})]
