@@ -1,0 +1,57 @@
+"""The workspace tools' registry: each tool is a function plus the OpenAI function schema the model is offered."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may touch: the workspace root (resolved) and the commands it may run."""
+
+    root: Path
+    allow_commands: tuple[tuple[str, ...], ...] = ()
+    command_timeout: float = 10.0
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+ToolFn = Callable[[ToolContext, Mapping[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    fn: ToolFn
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
+        }
+
+
+TOOLS: dict[str, ToolDef] = {}
+
+
+def tool(name: str, description: str, parameters: Mapping[str, Any]) -> Callable[[ToolFn], ToolFn]:
+    """Register a workspace tool under `name` with the schema the model sees."""
+
+    def register(fn: ToolFn) -> ToolFn:
+        TOOLS[name] = ToolDef(name, description, parameters, fn)
+        return fn
+
+    return register
+
+
+def truncate(text: str, limit: int) -> str:
+    """At most `limit` characters, keeping the head and the tail (where test failures and summaries are)."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-tail:]}"
