@@ -1,0 +1,31 @@
+"""`bench proxy`: an aiohttp reverse proxy for OpenAI-compatible APIs that records exchanges into cassettes.
+
+The public names load lazily so that `bench --help` and the scorer's commands (which import `proxy.command` to
+register it) never pull in aiohttp.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from proxy.server import RunningProxy, start_proxy
+    from proxy.state import MODES, ProxyStats
+
+__all__ = ["MODES", "ProxyStats", "RunningProxy", "start_proxy"]
+
+_HOMES = {
+    "RunningProxy": "proxy.server",
+    "start_proxy": "proxy.server",
+    "MODES": "proxy.state",
+    "ProxyStats": "proxy.state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'proxy' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(home), name)

@@ -1,0 +1,130 @@
+"""`bench proxy`: parse the flags, run the proxy until SIGINT/SIGTERM, close the cassette cleanly."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.errors import BenchError
+
+MODE_CHOICES = ("record", "replay", "auto", "passthrough")
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    p = subparsers.add_parser(
+        "proxy",
+        help="run the recording reverse proxy for OpenAI-compatible APIs",
+        description=(
+            "Forward every request to --upstream and record each exchange into a cassette in --cassettes; or serve "
+            "recorded exchanges (--mode replay). Point clients at http://HOST:PORT/v1 as their base URL."
+        ),
+    )
+    p.add_argument("--upstream", help="base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port to listen on, 0 for any free one (default: 8080)")
+    p.add_argument("--cassettes", type=Path, default=Path("cassettes"), help="cassette folder (default: ./cassettes)")
+    p.add_argument("--mode", choices=MODE_CHOICES, default="record", help="default: record")
+    p.add_argument(
+        "--pace", default="realtime", help="replay pace: realtime (default), instant, or xN (x2 = twice as fast)"
+    )
+    p.add_argument(
+        "--upstream-key-env",
+        metavar="NAME",
+        help="send the API key from environment variable NAME upstream instead of the client's Authorization",
+    )
+    p.add_argument(
+        "--token-env", metavar="NAME", help="require clients to send the token from environment variable NAME"
+    )
+    p.add_argument(
+        "--request-timeout", type=float, default=None, metavar="S", help="limit on a whole exchange (default: none)"
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="limit on upstream silence, before headers or between reads (default: 300)",
+    )
+    p.add_argument(
+        "--grace", type=float, default=10.0, metavar="S", help="on SIGINT/SIGTERM, time left to in-flight exchanges"
+    )
+    p.add_argument(
+        "--secret-header", action="append", default=[], metavar="NAME", help="another header never to record"
+    )
+    p.add_argument(
+        "--secret-field", action="append", default=[], metavar="NAME", help="a JSON body field never to record"
+    )
+    p.set_defaults(handler=run)
+
+
+def _env(flag: str, name: str | None) -> str | None:
+    if name is None:
+        return None
+    value = os.environ.get(name)
+    if not value:
+        raise BenchError(f"{flag} {name}: environment variable {name} is not set or empty; export it first")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    upstream_key = _env("--upstream-key-env", args.upstream_key_env)
+    client_token = _env("--token-env", args.token_env)
+    if args.idle_timeout is not None and args.idle_timeout <= 0:
+        args.idle_timeout = None
+    asyncio.run(_serve(args, upstream_key, client_token))
+    return 0
+
+
+async def _serve(args: argparse.Namespace, upstream_key: str | None, client_token: str | None) -> None:
+    from bench.cassette import Redactor
+    from proxy.server import start_proxy
+
+    redactor = Redactor.with_extra(headers=args.secret_header, json_fields=args.secret_field)
+    proxy = await start_proxy(
+        upstream=args.upstream,
+        cassettes=args.cassettes,
+        mode=args.mode,
+        host=args.host,
+        port=args.port,
+        pace=args.pace,
+        upstream_key=upstream_key,
+        client_token=client_token,
+        request_timeout=args.request_timeout,
+        idle_timeout=args.idle_timeout,
+        redactor=redactor,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signame: str) -> None:
+        if stop.is_set():
+            print(f"bench proxy: {signame} again: cutting in-flight exchanges now", file=sys.stderr, flush=True)
+            proxy.hurry()
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal, sig.name)
+    print(f"bench proxy: listening on {proxy.url} (clients: base URL {proxy.url}/v1)", flush=True)
+    print(f"bench proxy: upstream {args.upstream or '(none: replay only)'}, mode {args.mode}", flush=True)
+    if proxy.cassette_path is not None:
+        print(f"bench proxy: writing {proxy.cassette_path}", flush=True)
+    else:
+        print("bench proxy: passthrough, recording nothing", flush=True)
+    try:
+        await stop.wait()
+        if proxy.in_flight:
+            print(
+                f"bench proxy: stopping; {proxy.in_flight} exchange(s) in flight get up to {args.grace:g} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        await proxy.close(interrupted=True, grace=args.grace)
+    s = proxy.stats
+    where = f" to {proxy.cassette_path}" if proxy.cassette_path else ""
+    print(f"bench proxy: stopped; {s.exchanges} exchange(s) recorded{where}, {s.errors} upstream error(s)", flush=True)

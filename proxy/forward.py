@@ -1,0 +1,250 @@
+"""Streaming an exchange to and from the upstream, and serving a recorded one.
+
+One client write per upstream read, bytes untouched (the upstream session has `auto_decompress=False`), so the
+client sees the upstream's own chunking and timing (FIELD-NOTES: merging reads makes ITLs read ~0). The loop uses
+`readany()` directly: an async generator per response would cost more per chunk for nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from time import monotonic_ns
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from bench.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
+from proxy.errors import JSON_TYPE, error_body
+from proxy.identity import body_identity, identity_headers
+from proxy.recorder import Exchange, TokenWatch
+from proxy.replay import Recorded
+from proxy.state import ProxyState
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+# Recomputed or set by aiohttp for the new connection; Expect is answered by the proxy itself.
+NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
+TAG_PREFIX = "x-bench-"
+PROXY_ERROR_HEADER = "X-Bench-Proxy-Error"
+
+# aiohttp would otherwise add its own Accept, Accept-Encoding, User-Agent and Content-Type: the upstream must see the
+# client's headers, not the proxy's.
+SKIP_AUTO_HEADERS = frozenset({"Accept", "Accept-Encoding", "User-Agent", "Content-Type"})
+
+
+def _connection_listed(headers: CIMultiDictProxy[str]) -> set[str]:
+    listed: set[str] = set()
+    for value in headers.getall("Connection", ()):
+        listed.update(token.strip().lower() for token in value.split(","))
+    return listed
+
+
+def upstream_headers(request: web.Request, state: ProxyState) -> CIMultiDict[str]:
+    drop = NOT_FORWARDED | _connection_listed(request.headers) if "Connection" in request.headers else NOT_FORWARDED
+    out: CIMultiDict[str] = CIMultiDict()
+    for name, value in request.headers.items():
+        low = name.lower()
+        if low in drop or low.startswith(TAG_PREFIX):
+            continue
+        out.add(name, value)
+    if state.upstream_key is not None or state.client_token is not None:
+        # The client's Authorization held the proxy's token (or the upstream key replaces it): never pass it on.
+        out.popall("Authorization", None)
+        if state.upstream_key is not None:
+            out["Authorization"] = f"Bearer {state.upstream_key}"
+    return out
+
+
+def client_headers(headers: list[list[str]]) -> CIMultiDict[str]:
+    listed: set[str] = set()
+    for name, value in headers:
+        if name.lower() == "connection":
+            listed.update(token.strip().lower() for token in value.split(","))
+    out: CIMultiDict[str] = CIMultiDict()
+    for name, value in headers:
+        low = name.lower()
+        if low not in HOP_BY_HOP and low not in listed:
+            out.add(name, value)
+    return out
+
+
+def _abort_client(request: web.Request) -> None:
+    """Cut the client's connection the way the upstream cut ours, so it sees an incomplete body, not a clean end."""
+    transport = request.transport
+    if transport is not None:
+        transport.close()
+
+
+def _error(ex: Exchange, status: int, outcome: str, message: str) -> web.Response:
+    ex.fail(outcome, message)
+    code = "upstream_timeout" if outcome == TIMEOUT else "bad_gateway"
+    body = error_body(message, type="upstream_error", code=code)
+    ex.status = status
+    ex.resp_headers = [["Content-Type", JSON_TYPE], [PROXY_ERROR_HEADER, code]]
+    ex.chunks.append(body)
+    ex.times.append(monotonic_ns())
+    return web.Response(status=status, body=body, content_type=JSON_TYPE, headers={PROXY_ERROR_HEADER: code})
+
+
+async def forward(request: web.Request, state: ProxyState, ex: Exchange) -> web.StreamResponse:
+    assert state.session is not None and state.upstream_label is not None
+    url = state.target(ex.path, ex.query)
+    headers = upstream_headers(request, state)
+    ex.sent_upstream = now = monotonic_ns()
+    ex.own_ns += now - ex.t0
+    try:
+        upstream = await state.session.request(
+            ex.method,
+            url,
+            headers=headers,
+            data=ex.body or None,
+            allow_redirects=False,
+            skip_auto_headers=SKIP_AUTO_HEADERS,
+        )
+    except TimeoutError:
+        state.stats.errors += 1
+        return _error(ex, 504, TIMEOUT, f"upstream {state.upstream_label} did not answer in time")
+    except aiohttp.ClientError as exc:
+        state.stats.errors += 1
+        reason = str(exc) or type(exc).__name__
+        return _error(ex, 502, UPSTREAM_ERROR, f"upstream {state.upstream_label} failed: {reason}")
+
+    t = ex.headers_at = monotonic_ns()
+    finished = False
+    try:
+        ex.status = upstream.status
+        raw_headers = [[k, v] for k, v in upstream.headers.items()]
+        ex.resp_headers = raw_headers
+        content_type = upstream.headers.get("Content-Type", "")
+        ex.streamed = content_type.startswith("text/event-stream")
+        ex.server = upstream.headers.get("Server")
+        ex.upstream_headers = identity_headers(upstream.headers.items(), state.secret_headers)
+        response = web.StreamResponse(
+            status=upstream.status, reason=upstream.reason, headers=client_headers(raw_headers)
+        )
+        await response.prepare(request)
+        ex.own_ns += monotonic_ns() - t
+        finished = await _pump(request, upstream, response, ex)
+        if not finished and ex.outcome != CLIENT_DISCONNECTED:
+            state.stats.errors += 1
+        if not ex.streamed and ex.chunks:
+            ex.model, ex.system_fingerprint = body_identity(b"".join(ex.chunks), content_type)
+        return response
+    finally:
+        # close() drops the upstream connection, which is how a client's disconnect cancels the upstream request.
+        if finished:
+            upstream.release()
+        else:
+            upstream.close()
+
+
+async def _pump(
+    request: web.Request, upstream: aiohttp.ClientResponse, response: web.StreamResponse, ex: Exchange
+) -> bool:
+    """Forward the body read by read; True if it was read to its end and the client got all of it."""
+    content = upstream.content
+    chunks = ex.chunks
+    times = ex.times
+    watch = TokenWatch() if ex.streamed else None
+    try:
+        while True:
+            try:
+                chunk = await content.readany()
+            except TimeoutError:
+                ex.fail(TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
+                ex.cut = True
+                _abort_client(request)
+                return False
+            except aiohttp.ClientError as exc:
+                ex.fail(UPSTREAM_ERROR, f"upstream broke the body off: {exc or type(exc).__name__}")
+                ex.cut = True
+                _abort_client(request)
+                return False
+            if not chunk:
+                break
+            t = monotonic_ns()
+            chunks.append(chunk)
+            times.append(t)
+            if watch is not None and watch.feed(chunk):
+                if watch.found:
+                    ex.first_token = t
+                ex.model, ex.system_fingerprint = watch.model, watch.system_fingerprint
+                watch = None
+            try:
+                await response.write(chunk)
+            except ConnectionError:
+                ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
+                return False
+            ex.own_ns += monotonic_ns() - t
+        await response.write_eof()
+        return True
+    finally:
+        if watch is not None:
+            ex.model, ex.system_fingerprint = watch.model, watch.system_fingerprint
+
+
+async def _sleep_until(deadline_ns: int) -> None:
+    delay = (deadline_ns - monotonic_ns()) / 1e9
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+async def serve_recorded(request: web.Request, state: ProxyState, ex: Exchange, hit: Recorded) -> web.StreamResponse:
+    """The recorded status, headers and bytes, read by read, on the recorded schedule scaled by the pace."""
+    rec = hit.record
+    resp_rec = rec["response"]
+    timing = rec.get("timing") or {}
+    upstream = rec.get("upstream") or {}
+    ex.replay_of = {"cassette": hit.cassette, "id": hit.id}
+    ex.status = resp_rec["status"]
+    ex.resp_headers = [list(h) for h in resp_rec.get("headers", [])]
+    ex.streamed = bool(resp_rec.get("streamed"))
+    ex.model = upstream.get("model")
+    ex.system_fingerprint = upstream.get("system_fingerprint")
+    ex.server = upstream.get("server")
+    ex.upstream_headers = dict(upstream.get("headers") or {})
+    ex.upstream_url = upstream.get("url")
+    pace = state.pace
+    t0 = ex.t0
+    if pace:
+        await _sleep_until(t0 + int((timing.get("headers") or 0) * 1000 * pace))
+    ex.headers_at = monotonic_ns()
+    response = web.StreamResponse(status=resp_rec["status"], headers=client_headers(ex.resp_headers))
+    await response.prepare(request)
+    offset_us = 0
+    recorded_first_token = timing.get("first_token")
+    for chunk, delta in zip(resp_rec.get("chunks", []), resp_rec.get("chunk_us", []), strict=False):
+        offset_us += delta
+        if pace:
+            await _sleep_until(t0 + int(offset_us * 1000 * pace))
+        t = monotonic_ns()
+        ex.chunks.append(chunk)
+        ex.times.append(t)
+        if ex.first_token is None and recorded_first_token is not None and offset_us >= recorded_first_token:
+            ex.first_token = t
+        try:
+            await response.write(chunk)
+        except ConnectionError:
+            ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
+            return response
+    if resp_rec.get("cut"):
+        # The recorded upstream broke the body off: break it off the same way.
+        ex.cut = True
+        ex.fail(str(rec.get("outcome")), str(rec.get("error")))
+        _abort_client(request)
+        return response
+    await response.write_eof()
+    return response

@@ -1,0 +1,235 @@
+"""One exchange as it happens, and its cassette record (docs/cassette-format.md, `exchange`).
+
+The hot path only appends each read and its arrival time; everything else (deltas, outcome, identity) is worked out
+once when the exchange ends. SSE events are parsed only until the first token is seen, then parsing stops: after
+that the proxy's cost per chunk is two clock reads and two appends.
+"""
+
+from __future__ import annotations
+
+import re
+from time import monotonic_ns
+from typing import Any
+
+import orjson
+
+from bench.cassette.format import COMPLETE, TRUNCATED, UPSTREAM_ERROR
+from bench.sse import SSEParser
+from proxy.identity import payload_identity
+
+# A stream that has not produced a token after this many events is not worth parsing further (CPU bound).
+MAX_WATCHED_EVENTS = 256
+
+_FINISH_RE = re.compile(rb'"finish_reason"\s*:\s*"')
+_STREAM_DONE_MARKERS = (b"data: [DONE]", b"data:[DONE]", b"response.completed")
+
+
+def carries_token(obj: Any) -> bool:
+    """True for an event with non-empty content, reasoning or a tool-call delta (chat, completions, Responses)."""
+    if not isinstance(obj, dict):
+        return False
+    choices = obj.get("choices")
+    if isinstance(choices, list):
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, dict) and (
+                delta.get("content")
+                or delta.get("reasoning_content")
+                or delta.get("reasoning")
+                or delta.get("tool_calls")
+                or delta.get("function_call")
+            ):
+                return True
+            if choice.get("text"):
+                return True
+    kind = obj.get("type")
+    return isinstance(kind, str) and kind.endswith(".delta") and bool(obj.get("delta"))
+
+
+class TokenWatch:
+    """Feeds reads to an SSE parser until the first token; `feed` returns True once it is done watching."""
+
+    __slots__ = ("events", "found", "model", "parser", "system_fingerprint")
+
+    def __init__(self) -> None:
+        self.parser = SSEParser()
+        self.events = 0
+        self.found = False
+        self.model: str | None = None
+        self.system_fingerprint: str | None = None
+
+    def feed(self, chunk: bytes) -> bool:
+        for event in self.parser.feed(chunk):
+            self.events += 1
+            if event.data == "[DONE]":
+                continue
+            try:
+                obj = orjson.loads(event.data)
+            except orjson.JSONDecodeError:
+                continue
+            model, fp = payload_identity(obj)
+            self.model = self.model or model
+            self.system_fingerprint = self.system_fingerprint or fp
+            if carries_token(obj):
+                self.found = True
+                return True
+        return self.events >= MAX_WATCHED_EVENTS
+
+
+def stream_finished(chunks: list[bytes]) -> bool:
+    """Whether a stream ended properly: `data: [DONE]` at its end, or a non-null finish_reason somewhere."""
+    tail = b"".join(chunks[-4:])[-512:]
+    if any(marker in tail for marker in _STREAM_DONE_MARKERS):
+        return True
+    # Only reached for streams without [DONE] (rare): a full scan is affordable there.
+    return _FINISH_RE.search(b"".join(chunks)) is not None
+
+
+def _us(ns: int | None, t0: int) -> int | None:
+    return None if ns is None else (ns - t0) // 1000
+
+
+class Exchange:
+    """Mutable state of one request/response; `to_record()` freezes it into the cassette schema."""
+
+    __slots__ = (
+        "body",
+        "chunks",
+        "cut",
+        "error",
+        "first_token",
+        "fp",
+        "headers_at",
+        "method",
+        "mode",
+        "model",
+        "outcome",
+        "own_ns",
+        "path",
+        "query",
+        "replay_of",
+        "req_headers",
+        "resp_headers",
+        "sent_upstream",
+        "seq",
+        "server",
+        "started_us",
+        "status",
+        "streamed",
+        "system_fingerprint",
+        "t0",
+        "tags",
+        "times",
+        "upstream_headers",
+        "upstream_url",
+    )
+
+    def __init__(
+        self,
+        *,
+        t0: int,
+        started_us: int,
+        mode: str,
+        method: str,
+        path: str,
+        query: str,
+        req_headers: list[list[str]],
+        body: bytes,
+        fp: str,
+        tags: dict[str, str],
+        upstream_url: str | None,
+    ) -> None:
+        self.t0 = t0
+        self.started_us = started_us
+        self.seq = 0
+        self.mode = mode
+        self.method = method
+        self.path = path
+        self.query = query
+        self.req_headers = req_headers
+        self.body = body
+        self.fp = fp
+        self.tags = tags
+        self.upstream_url = upstream_url
+        self.status: int | None = None
+        self.resp_headers: list[list[str]] = []
+        self.chunks: list[bytes] = []
+        self.cut = False
+        self.times: list[int] = []
+        self.streamed = False
+        self.sent_upstream: int | None = None
+        self.headers_at: int | None = None
+        self.first_token: int | None = None
+        self.own_ns = 0
+        self.outcome = COMPLETE
+        self.error: str | None = None
+        self.model: str | None = None
+        self.system_fingerprint: str | None = None
+        self.server: str | None = None
+        self.upstream_headers: dict[str, str] = {}
+        self.replay_of: dict[str, str] | None = None
+
+    def fail(self, outcome: str, error: str) -> None:
+        """Keep the first failure: a client that leaves after an upstream error is still an upstream error."""
+        if self.outcome == COMPLETE:
+            self.outcome = outcome
+            self.error = error
+
+    def settle_stream(self) -> None:
+        """Call once at the end: a streamed response with no end marker is `truncated`."""
+        ended = self.streamed and self.outcome in (COMPLETE, UPSTREAM_ERROR) and bool(self.chunks)
+        if ended and not stream_finished(self.chunks):
+            self.outcome = TRUNCATED
+            self.error = self.error or "the stream ended without data: [DONE] and without a finish_reason"
+
+    def to_record(self, end_ns: int | None = None) -> dict[str, Any]:
+        t0 = self.t0
+        end = monotonic_ns() if end_ns is None else end_ns
+        deltas: list[int] = []
+        prev = t0
+        for t in self.times:
+            deltas.append((t - prev) // 1000)
+            prev = t
+        return {
+            "id": f"x{self.seq}",
+            "started": self.started_us,
+            "mode": self.mode,
+            "request": {
+                "method": self.method,
+                "path": self.path,
+                "query": self.query,
+                "headers": self.req_headers,
+                "body": self.body,
+                "fp": self.fp,
+            },
+            "response": {
+                "status": self.status,
+                "headers": self.resp_headers,
+                "chunks": self.chunks,
+                "chunk_us": deltas,
+                "streamed": self.streamed,
+                "raw_bytes": sum(map(len, self.chunks)),
+                "cut": self.cut,
+            },
+            "timing": {
+                "sent_upstream": _us(self.sent_upstream, t0),
+                "headers": _us(self.headers_at, t0),
+                "first_byte": _us(self.times[0], t0) if self.times else None,
+                "first_token": _us(self.first_token, t0),
+                "end": (end - t0) // 1000,
+                "proxy_us": self.own_ns // 1000,
+            },
+            "upstream": {
+                "url": self.upstream_url,
+                "system_fingerprint": self.system_fingerprint,
+                "model": self.model,
+                "server": self.server,
+                "headers": self.upstream_headers,
+            },
+            "outcome": self.outcome,
+            "error": self.error,
+            "tags": self.tags,
+            "replay_of": self.replay_of,
+        }

@@ -1,0 +1,153 @@
+"""Serving recorded exchanges: the index by fingerprint, the nearest recorded request on a miss, and pacing.
+
+Identical requests are served in recorded order. In `replay` mode a fingerprint whose recordings are used up starts
+again from the first (a rerun that asks more often than the recording did still gets answers); in `auto` mode a
+used-up fingerprint is a miss, so the extra request is forwarded and recorded.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.cassette import CassetteReader, find_cassettes
+from bench.cassette.format import CLIENT_DISCONNECTED
+from bench.errors import BenchError
+from bench.fingerprint import canonical_body, canonical_query
+
+MAX_LISTED_DIFFERENCES = 8
+
+
+def parse_pace(pace: str) -> float:
+    """Factor applied to recorded delays: realtime 1.0, instant 0.0, xN 1/N."""
+    text = pace.strip().lower()
+    if text == "realtime":
+        return 1.0
+    if text == "instant":
+        return 0.0
+    if text.startswith("x"):
+        try:
+            speed = float(text[1:])
+        except ValueError:
+            speed = 0.0
+        if speed > 0 and speed != float("inf"):
+            return 1.0 / speed
+    raise BenchError(f"bad pace {pace!r}; use realtime, instant or xN (x2 replays twice as fast)")
+
+
+@dataclass(slots=True)
+class Recorded:
+    cassette: str
+    record: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return str(self.record.get("id", "?"))
+
+
+def replayable(record: dict[str, Any]) -> bool:
+    """A response started (status known) and the client did not cut it short; replays are not re-indexed."""
+    response = record.get("response") or {}
+    return (
+        response.get("status") is not None
+        and record.get("outcome") != CLIENT_DISCONNECTED
+        and record.get("replay_of") is None
+        and isinstance((record.get("request") or {}).get("fp"), str)
+    )
+
+
+class ReplayIndex:
+    def __init__(self, recorded: list[Recorded]) -> None:
+        self.all = sorted(recorded, key=lambda r: int(r.record.get("started") or 0))
+        self.by_fp: dict[str, list[Recorded]] = defaultdict(list)
+        for item in self.all:
+            self.by_fp[item.record["request"]["fp"]].append(item)
+        self._next: dict[str, int] = {}
+        self.files = len({r.cassette for r in recorded})
+
+    @classmethod
+    def load(cls, directory: Path) -> ReplayIndex:
+        if not directory.exists():
+            return cls([])
+        items: list[Recorded] = []
+        for path in find_cassettes([directory]):
+            reader = CassetteReader(path)
+            items.extend(Recorded(path.name, record) for record in reader if replayable(record))
+        return cls(items)
+
+    def __len__(self) -> int:
+        return len(self.all)
+
+    def take(self, fp: str, *, wrap: bool) -> Recorded | None:
+        """The next recording of this fingerprint, or None (unknown, or used up and not wrapping)."""
+        items = self.by_fp.get(fp)
+        if not items:
+            return None
+        i = self._next.get(fp, 0)
+        if i >= len(items):
+            if not wrap:
+                return None
+            i = 0
+        self._next[fp] = i + 1
+        return items[i]
+
+    def nearest(self, method: str, path: str, query: str, body: bytes) -> tuple[Recorded, list[str]] | None:
+        """The recorded request closest to this one, and the fields where they differ."""
+        want = _comparable(method, path, query, body)
+        best: tuple[int, Recorded, list[str]] | None = None
+        for item in self.all:
+            req = item.record["request"]
+            have = _comparable(req["method"], req["path"], req.get("query", ""), req.get("body", b""))
+            diffs: list[str] = []
+            _diff(want, have, "", diffs)
+            score = len(diffs) + 100 * (want["method"] != have["method"]) + 100 * (want["path"] != have["path"])
+            if best is None or score < best[0]:
+                best = (score, item, diffs)
+        return None if best is None else (best[1], best[2])
+
+
+def _comparable(method: str, path: str, query: str, body: bytes) -> dict[str, Any]:
+    canon = canonical_body(body)
+    return {
+        "method": method.upper(),
+        "path": path.rstrip("/") or "/",
+        "query": dict(canonical_query(query)),
+        "body": canon if canon is not None else body,
+    }
+
+
+def _diff(a: Any, b: Any, where: str, out: list[str]) -> None:
+    """Paths (`body.messages[1].content`) where two JSON-like values differ, deepest first difference only."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            sub = f"{where}.{key}" if where else str(key)
+            if key not in a or key not in b:
+                out.append(sub)
+            else:
+                _diff(a[key], b[key], sub, out)
+        return
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{where} (length {len(a)} vs {len(b)})")
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            _diff(x, y, f"{where}[{i}]", out)
+        return
+    if a != b or type(a) is not type(b):
+        out.append(where)
+
+
+def describe_miss(method: str, path: str, fp: str, nearest: tuple[Recorded, list[str]] | None) -> str:
+    head = f"bench replay: no recorded exchange matches {method} {path} ({fp})"
+    if nearest is None:
+        return f"{head}; the cassettes hold no exchanges: record first with --mode record or auto"
+    item, diffs = nearest
+    req = item.record["request"]
+    shown = ", ".join(diffs[:MAX_LISTED_DIFFERENCES]) or "nothing visible (a used-up identical request)"
+    if len(diffs) > MAX_LISTED_DIFFERENCES:
+        shown += f" and {len(diffs) - MAX_LISTED_DIFFERENCES} more"
+    return (
+        f"{head}; nearest recorded: {item.id} in {item.cassette} ({req['method']} {req['path']}), "
+        f"which differs in: {shown}; record it with --mode auto or fix the request"
+    )

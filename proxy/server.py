@@ -1,0 +1,194 @@
+"""Running the proxy in-process: `start_proxy()` and the `RunningProxy` handle (the API `bench record` uses)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from yarl import URL
+
+from bench.cassette import CassetteWriter, Redactor, new_cassette_path
+from bench.errors import BenchError
+from proxy.app import build_app
+from proxy.replay import ReplayIndex, parse_pace
+from proxy.state import MODES, ProxyState, ProxyStats
+
+# FIELD-NOTES: the default backlog of 128 overflowed with 256 clients connecting at once (SYN retries add 1 s).
+LISTEN_BACKLOG = 2048
+# FIELD-NOTES: TCPConnector's default limit of 100 queues streams inside the proxy beyond 100 concurrent ones.
+UPSTREAM_CONNECTIONS = 4096
+
+
+def public_url(url: str) -> tuple[URL, str]:
+    """The upstream URL to use, and the same without credentials or query for records and messages."""
+    parsed = URL(url)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise BenchError(f"bad --upstream {url!r}; give a base URL such as http://127.0.0.1:8000")
+    label = str(parsed.with_user(None).with_query(None).with_fragment(None)).rstrip("/")
+    return parsed, label
+
+
+class RunningProxy:
+    """A proxy serving on `url`; `close()` stops it and closes its cassette."""
+
+    def __init__(
+        self, *, url: str, state: ProxyState, runner: web.AppRunner, site: web.TCPSite, cassette_path: Path | None
+    ) -> None:
+        self.url = url
+        self.cassette_path = cassette_path
+        self._state = state
+        self._runner = runner
+        self._site = site
+        self._closed = False
+        self._hurry = asyncio.Event()
+
+    @property
+    def stats(self) -> ProxyStats:
+        return self._state.stats
+
+    @property
+    def mode(self) -> str:
+        return self._state.mode
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._state.in_flight)
+
+    def hurry(self) -> None:
+        """End the grace period of a running `close()` now (a second Ctrl-C)."""
+        self._hurry.set()
+
+    async def close(self, *, interrupted: bool = False, grace: float = 10.0) -> None:
+        """Stop accepting, let in-flight exchanges finish within `grace` seconds, then close the cassette."""
+        if self._closed:
+            return
+        self._closed = True
+        state = self._state
+        state.closing = True
+        await self._site.stop()
+        if state.in_flight:
+            idle = asyncio.ensure_future(state.idle.wait())
+            hurry = asyncio.ensure_future(self._hurry.wait())
+            await asyncio.wait({idle, hurry}, timeout=grace, return_when=asyncio.FIRST_COMPLETED)
+            idle.cancel()
+            hurry.cancel()
+        late = list(state.in_flight.values())
+        for task in late:
+            task.cancel()  # each handler records its exchange as cut off by the shutdown
+        if late:
+            await asyncio.wait(late, timeout=5.0)
+        await self._runner.cleanup()
+        if state.pending_records:
+            await asyncio.gather(*state.pending_records, return_exceptions=True)
+        if state.session is not None:
+            await state.session.close()
+        if state.writer is not None:
+            s = state.stats
+            await state.writer.aclose(
+                interrupted=interrupted or bool(late),
+                cut_by_shutdown=len(late),
+                errors=s.errors,
+                replayed=s.replayed,
+                misses=s.misses,
+                client_disconnects=s.client_disconnects,
+            )
+
+    async def __aenter__(self) -> RunningProxy:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def start_proxy(
+    *,
+    upstream: str | None,
+    cassettes: Path,
+    mode: str = "record",
+    host: str = "127.0.0.1",
+    port: int = 0,
+    pace: str = "realtime",
+    run: dict[str, Any] | None = None,
+    upstream_key: str | None = None,
+    client_token: str | None = None,
+    request_timeout: float | None = None,
+    idle_timeout: float | None = None,
+    redactor: Redactor | None = None,
+) -> RunningProxy:
+    if mode not in MODES:
+        raise BenchError(f"bad mode {mode!r}; use one of {', '.join(MODES)}")
+    pace_factor = parse_pace(pace)
+    if upstream is None and mode != "replay":
+        raise BenchError(f"--mode {mode} forwards requests and needs --upstream URL (only replay works without one)")
+    target, label = public_url(upstream) if upstream is not None else (None, None)
+    cassettes = Path(cassettes)
+
+    index: ReplayIndex | None = None
+    if mode in ("replay", "auto"):
+        index = ReplayIndex.load(cassettes)
+        if mode == "replay" and not index:
+            raise BenchError(f"no recorded exchanges in {cassettes} to replay; record first (--mode record or auto)")
+
+    base = redactor or Redactor()
+    secrets = tuple(v for v in (upstream_key, client_token) if v)
+    redactor = dataclasses.replace(base, extra_values=base.extra_values + secrets)
+
+    state = ProxyState(
+        mode=mode,
+        upstream=target,
+        upstream_label=label,
+        pace=pace_factor,
+        session=None,
+        writer=None,
+        index=index,
+        upstream_key=upstream_key,
+        client_token=client_token,
+        secret_headers=redactor.headers,
+    )
+    runner = web.AppRunner(build_app(state), handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise BenchError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port or --host") from None
+    bound = runner.addresses[0]
+    url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
+
+    if mode != "replay":
+        # No session at all in replay mode: it must never open a network connection.
+        state.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=UPSTREAM_CONNECTIONS, limit_per_host=0),
+            timeout=aiohttp.ClientTimeout(total=request_timeout, sock_read=idle_timeout),
+            auto_decompress=False,
+            # A proxy must not keep one client's cookies and send them with another client's requests.
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trust_env=False,
+        )
+    cassette_path: Path | None = None
+    if mode != "passthrough":
+        cassette_path = new_cassette_path(cassettes, prefix="replay" if mode == "replay" else "rec")
+        settings = {
+            "upstream": label,
+            "mode": mode,
+            "pace": pace,
+            "listen": url,
+            "upstream_key": upstream_key is not None,
+            "client_token": client_token is not None,
+            "request_timeout": request_timeout,
+            "idle_timeout": idle_timeout,
+            "replay_sources": index.files if index is not None else 0,
+        }
+        try:
+            state.writer = CassetteWriter(cassette_path, settings=settings, run=run, redactor=redactor)
+        except BenchError:
+            if state.session is not None:
+                await state.session.close()
+            await runner.cleanup()
+            raise
+    return RunningProxy(url=url, state=state, runner=runner, site=site, cassette_path=cassette_path)

@@ -1,0 +1,82 @@
+"""The proxy's shared state: settings, the upstream session, the cassette writer, the replay index, counters."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from yarl import URL
+
+from bench.cassette import CassetteWriter
+from bench.cassette.format import CLIENT_DISCONNECTED
+from proxy.recorder import Exchange
+from proxy.replay import ReplayIndex
+
+MODES = ("record", "replay", "auto", "passthrough")
+
+
+@dataclass
+class ProxyStats:
+    exchanges: int = 0  # records handed to the cassette writer
+    errors: int = 0  # upstream errors and timeouts (the client got a 502/504 or a cut stream)
+    replayed: int = 0
+    misses: int = 0  # replay misses answered with 404
+    rejected: int = 0  # clients without the proxy's token
+    client_disconnects: int = 0
+
+
+@dataclass
+class ProxyState:
+    mode: str
+    upstream: URL | None
+    upstream_label: str | None  # the upstream URL without credentials, as recorded
+    pace: float
+    session: aiohttp.ClientSession | None
+    writer: CassetteWriter | None
+    index: ReplayIndex | None
+    upstream_key: str | None
+    client_token: str | None
+    secret_headers: frozenset[str]
+    stats: ProxyStats = field(default_factory=ProxyStats)
+    closing: bool = False
+    seq: int = 0
+    in_flight: dict[Exchange, asyncio.Task[Any]] = field(default_factory=dict)
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+    pending_records: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def target(self, path: str, query: str) -> URL:
+        """The upstream URL for a request path: the upstream's base path is prepended unless already there."""
+        assert self.upstream is not None
+        base = self.upstream.raw_path.rstrip("/")
+        if base and not (path == base or path.startswith(base + "/")):
+            path = base + path
+        text = str(self.upstream.origin()) + path + (f"?{query}" if query else "")
+        return URL(text, encoded=True)
+
+    def begin(self, ex: Exchange, task: asyncio.Task[Any]) -> None:
+        self.in_flight[ex] = task
+        self.idle.clear()
+
+    def finish(self, ex: Exchange) -> None:
+        """Hand a finished exchange to the writer without making the handler wait for packing or the queue."""
+        self.in_flight.pop(ex, None)
+        ex.settle_stream()
+        if not self.in_flight:
+            self.idle.set()
+        if ex.outcome == CLIENT_DISCONNECTED:
+            self.stats.client_disconnects += 1
+        if self.writer is None:
+            return
+        self.seq += 1
+        ex.seq = self.seq
+        record = ex.to_record()
+        self.stats.exchanges += 1
+        task = asyncio.get_running_loop().create_task(self._put(record))
+        self.pending_records.add(task)
+        task.add_done_callback(self.pending_records.discard)
+
+    async def _put(self, record: dict[str, Any]) -> None:
+        assert self.writer is not None
+        await self.writer.put_async(record)

@@ -1,0 +1,245 @@
+"""Forwarding through a real proxy to a real upstream, with the real openai SDK as the client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+
+import aiohttp
+import openai
+import pytest
+
+from bench.cassette import read_cassette
+from proxy import start_proxy
+from tests.proxy.conftest import CUT, MESSAGES, SECRET, TOOLS, raw_chat, sdk, sdk_session
+from tests.support.upstream import SYSTEM_FINGERPRINT, Upstream
+
+
+async def test_sdk_gets_the_same_bytes_as_direct_and_everything_is_recorded(
+    upstream: Upstream, cassettes: Path
+) -> None:
+    direct = sdk(upstream.base_url)
+    expected = await sdk_session(direct)
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    client = sdk(proxy.url + "/v1")
+    got = await sdk_session(client)
+    assert got == expected
+    # The parsed view works too: tool calls assembled from fragments, usage at the end of a stream.
+    stream = await client.chat.completions.create(
+        model="test-model", messages=MESSAGES, tools=TOOLS, stream=True, stream_options={"include_usage": True}
+    )
+    arguments = ""
+    usage = None
+    async for chunk in stream:
+        for choice in chunk.choices:
+            for call in choice.delta.tool_calls or []:
+                arguments += call.function.arguments or "" if call.function else ""
+        usage = chunk.usage or usage
+    assert json.loads(arguments)["city"] == "Paris" and usage is not None
+    await client.close()
+    await direct.close()
+    await proxy.close()
+
+    assert proxy.cassette_path is not None
+    header, records = read_cassette(proxy.cassette_path)
+    assert header["settings"]["upstream"] == upstream.url and header["settings"]["mode"] == "record"
+    assert len(records) == 7 == proxy.stats.exchanges
+    by_path = {}
+    for r in records:
+        by_path.setdefault(r["request"]["path"], []).append(r)
+    streamed = by_path["/v1/chat/completions"][1]
+    assert streamed["response"]["streamed"] and b"".join(streamed["response"]["chunks"]) == expected["chat_stream"]
+    assert len(streamed["response"]["chunks"]) == len(streamed["response"]["chunk_us"]) > 5
+    t = streamed["timing"]
+    assert 0 <= t["sent_upstream"] <= t["headers"] <= t["first_byte"] <= t["first_token"] <= t["end"]
+    assert 0 < t["proxy_us"] < t["end"]
+    assert streamed["outcome"] == "complete" and streamed["error"] is None
+    assert streamed["upstream"]["system_fingerprint"] == SYSTEM_FINGERPRINT
+    assert streamed["upstream"]["model"] == "test-model"
+    assert streamed["upstream"]["server"].startswith("bench-test-upstream")
+    assert streamed["upstream"]["headers"]["x-request-id"].startswith("req_")
+    assert streamed["request"]["fp"].startswith("fp1:")
+    assert json.loads(streamed["request"]["body"])["stream"] is True
+    plain = by_path["/v1/chat/completions"][0]
+    assert plain["timing"]["first_token"] is None and not plain["response"]["streamed"]
+    assert plain["upstream"]["system_fingerprint"] == SYSTEM_FINGERPRINT
+    assert by_path["/v1/models"][0]["request"]["method"] == "GET"
+    assert by_path["/v1/embeddings"][0]["upstream"]["model"] == "test-embed"
+    assert [r["id"] for r in records] == [f"x{i}" for i in range(1, 8)]
+
+
+async def test_first_token_is_the_first_content_or_tool_delta_not_the_role_frame(
+    upstream: Upstream, cassettes: Path
+) -> None:
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    client = sdk(proxy.url + "/v1")
+    await raw_chat(client, stream=True, x_ttft_ms=1, x_delay_ms=60, x_words=2)
+    await raw_chat(client, stream=True, tools=TOOLS, x_ttft_ms=1, x_delay_ms=60)
+    await client.close()
+    await proxy.close()
+    assert proxy.cassette_path is not None
+    for record in read_cassette(proxy.cassette_path)[1]:
+        t = record["timing"]
+        # The role frame arrives first; the first token comes one 60 ms step later.
+        assert t["first_token"] - t["first_byte"] >= 40_000, t
+
+
+async def test_headers_forwarded_minus_hop_by_hop_and_bench_tags(upstream: Upstream, cassettes: Path) -> None:
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    headers = {
+        "Authorization": f"Bearer {SECRET}",
+        "X-Custom": "kept",
+        "X-Bench-Run": "run-7",
+        "X-Bench-Test": "t.case",
+        "X-Bench-Epoch": "2",
+        "Keep-Alive": "timeout=5",
+        "Connection": "keep-alive, X-Drop-Me",
+        "X-Drop-Me": "1",
+    }
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(proxy.url + "/v1/chat/completions?api-version=2024", json={"model": "m"}, headers=headers) as r,
+    ):
+        assert r.status == 200
+        assert r.headers["x-request-id"].startswith("req_")
+        await r.read()
+    await proxy.close()
+    seen = upstream.requests[-1]
+    names = {k.lower() for k in seen.headers}
+    assert seen.headers["Authorization"] == f"Bearer {SECRET}"
+    assert seen.headers["X-Custom"] == "kept" and seen.query == "api-version=2024"
+    assert not names & {"x-bench-run", "x-bench-test", "x-bench-epoch", "keep-alive", "x-drop-me"}
+    assert proxy.cassette_path is not None
+    record = read_cassette(proxy.cassette_path)[1][0]
+    assert record["tags"] == {"run": "run-7", "test": "t.case", "epoch": "2"}
+    assert record["request"]["query"] == "api-version=2024"
+    assert ["X-Bench-Run", "run-7"] in record["request"]["headers"]
+
+
+async def test_upstream_http_errors_pass_through_and_are_complete(upstream: Upstream, cassettes: Path) -> None:
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    client = sdk(proxy.url + "/v1")
+    with pytest.raises(openai.RateLimitError) as limited:
+        await client.chat.completions.create(model="test-429", messages=MESSAGES)
+    assert limited.value.response.headers["retry-after"] == "1"
+    with pytest.raises(openai.InternalServerError):
+        await client.chat.completions.create(model="test-500", messages=MESSAGES)
+    await client.close()
+    await proxy.close()
+    assert proxy.cassette_path is not None
+    records = read_cassette(proxy.cassette_path)[1]
+    assert [(r["response"]["status"], r["outcome"]) for r in records] == [(429, "complete"), (500, "complete")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_unreachable_upstream_gives_openai_shaped_502(cassettes: Path) -> None:
+    dead = f"http://127.0.0.1:{_free_port()}"
+    proxy = await start_proxy(upstream=dead, cassettes=cassettes)
+    client = sdk(proxy.url + "/v1")
+    with pytest.raises(openai.APIStatusError) as failed:
+        await client.chat.completions.create(model="m", messages=MESSAGES)
+    assert failed.value.status_code == 502
+    assert dead in failed.value.message and failed.value.code == "bad_gateway"
+    await client.close()
+    await proxy.close()
+    assert proxy.cassette_path is not None
+    record = read_cassette(proxy.cassette_path)[1][0]
+    assert record["outcome"] == "upstream_error" and record["response"]["status"] == 502
+    assert dead in record["error"] and proxy.stats.errors == 1
+
+
+async def test_silent_upstream_gives_504_and_silence_mid_stream_is_a_timeout(
+    upstream: Upstream, cassettes: Path
+) -> None:
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes, idle_timeout=0.3)
+    client = sdk(proxy.url + "/v1")
+    with pytest.raises(openai.APIStatusError) as failed:
+        await client.chat.completions.create(model="test-slow-headers", messages=MESSAGES, extra_body={"x_stall_s": 3})
+    assert failed.value.status_code == 504
+    with pytest.raises(Exception, match=CUT):
+        await raw_chat(client, model="test-stall", stream=True, x_stall_s=3)
+    await client.close()
+    await proxy.close()
+    assert proxy.cassette_path is not None
+    records = read_cassette(proxy.cassette_path)[1]
+    assert [r["outcome"] for r in records] == ["timeout", "timeout"]
+    assert records[1]["response"]["status"] == 200 and records[1]["response"]["cut"]
+
+
+async def test_upstream_drop_mid_stream_is_recorded_as_truncated(upstream: Upstream, cassettes: Path) -> None:
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    client = sdk(proxy.url + "/v1")
+    with pytest.raises(Exception, match=CUT):
+        await raw_chat(client, model="test-drop", stream=True)
+    body = await raw_chat(client, model="test-no-done", stream=True)
+    assert b"[DONE]" not in body
+    await client.close()
+    await proxy.close()
+    assert proxy.cassette_path is not None
+    dropped, no_done = read_cassette(proxy.cassette_path)[1]
+    assert dropped["outcome"] == "truncated" and dropped["response"]["cut"] and dropped["error"]
+    assert no_done["outcome"] == "truncated" and not no_done["response"]["cut"]
+
+
+async def test_client_disconnect_cancels_the_upstream_request(upstream: Upstream, cassettes: Path) -> None:
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    body = {"model": "test-stall", "messages": MESSAGES, "stream": True, "x_stall_s": 20}
+    async with aiohttp.ClientSession() as session:
+        resp = await session.post(proxy.url + "/v1/chat/completions", json=body)
+        await resp.content.readany()
+        resp.close()
+    for _ in range(100):
+        if upstream.requests[-1].disconnected and proxy.in_flight == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert upstream.requests[-1].disconnected
+    await proxy.close()
+    assert proxy.cassette_path is not None
+    record = read_cassette(proxy.cassette_path)[1][0]
+    assert record["outcome"] == "client_disconnected" and proxy.stats.client_disconnects == 1
+
+
+async def test_upstream_key_replaces_the_client_token(
+    upstream: Upstream, cassettes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = await start_proxy(
+        upstream=upstream.url, cassettes=cassettes, upstream_key="sk-upstream-key-999999", client_token="proxy-token-1"
+    )
+    anonymous = sdk(proxy.url + "/v1", api_key="wrong-token")
+    with pytest.raises(openai.AuthenticationError):
+        await anonymous.models.list()
+    client = sdk(proxy.url + "/v1", api_key="proxy-token-1")
+    await raw_chat(client, x_echo_auth=True)
+    await anonymous.close()
+    await client.close()
+    await proxy.close()
+    assert upstream.requests[-1].headers["Authorization"] == "Bearer sk-upstream-key-999999"
+    assert len(upstream.requests) == 1 and proxy.stats.rejected == 1
+    assert proxy.cassette_path is not None
+    raw = repr(read_cassette(proxy.cassette_path))
+    assert "sk-upstream-key-999999" not in raw and "proxy-token-1" not in raw
+
+
+async def test_passthrough_records_nothing(upstream: Upstream, cassettes: Path) -> None:
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes, mode="passthrough")
+    client = sdk(proxy.url + "/v1")
+    assert await raw_chat(client, stream=True)
+    await client.close()
+    await proxy.close()
+    assert proxy.cassette_path is None and not cassettes.exists()
+
+
+async def test_upstream_base_path_is_not_doubled(upstream: Upstream, cassettes: Path) -> None:
+    proxy = await start_proxy(upstream=upstream.url + "/v1", cassettes=cassettes, mode="passthrough")
+    client = sdk(proxy.url + "/v1")
+    assert await raw_chat(client)
+    await client.close()
+    await proxy.close()
+    assert upstream.requests[-1].path == "/v1/chat/completions"
