@@ -89,3 +89,11 @@ class Catalog:
     def select(self, suites: list[str] | None = None, ids: list[str] | None = None) -> list[TestSpec]:
         chosen = [t for t in self.tests.values() if (not suites or t.suite in suites) and (not ids or t.id in ids)]
         return sorted(chosen, key=lambda t: t.id)
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    """Load and validate every *.yaml suite under `path` (None: the built-in catalog/suites); BenchError if bad."""
+    # The loader needs yaml, jsonschema and bench.tools: imported on use so this module stays a light contract.
+    from bench.catalog_load import load_catalog as _load
+
+    return _load(path)
