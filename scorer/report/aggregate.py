@@ -1,0 +1,317 @@
+"""Turn scored results into the numbers a report shows: pass rates, epochs, failures, reliability, settings, timing.
+
+Every renderer (table, markdown, JSON, HTML) draws from the one `Report` built here, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from scorer.report.load import Scores
+from scorer.report.stats import pass_at_k, pass_hat_k, wilson
+from scorer.report.timing import Timing, timing
+
+STATUSES = ("scored", "errored", "skipped", "stale", "unknown")
+
+
+@dataclass
+class Counts:
+    total: int = 0
+    scored: int = 0
+    passed: int = 0
+    errored: int = 0
+    skipped: int = 0
+    stale: int = 0
+    unknown: int = 0
+
+    def add(self, result: dict[str, Any]) -> None:
+        self.total += 1
+        status = result.get("status")
+        if status in STATUSES:
+            setattr(self, str(status), getattr(self, str(status)) + 1)
+        if status == "scored" and result.get("passed"):
+            self.passed += 1
+
+
+@dataclass
+class RateRow:
+    """Pass rate of one model over one group: passed / scored, with its 95% Wilson interval."""
+
+    model: str
+    scope: str  # overall | suite | category
+    group: str
+    counts: Counts
+    pass_rate: float | None
+    low: float
+    high: float
+
+
+@dataclass
+class EpochRow:
+    """pass@k and pass^k of one model, averaged over the (run, test) pairs that have at least k scored epochs."""
+
+    model: str
+    k: int
+    tests: int
+    pass_at_k: float
+    pass_hat_k: float
+
+
+@dataclass
+class Flaky:
+    model: str
+    run: str | None
+    test: str
+    passed: int
+    scored: int
+
+
+@dataclass
+class Reliability:
+    model: str
+    results: int
+    attempts: int
+    retries: int
+    results_retried: int
+    errored: int
+    failed_exchanges: int  # exchanges that did not complete with a 2xx status (retried or final)
+
+
+@dataclass
+class ModelSettings:
+    """What was asked and what answered: distinct values seen across the model's results."""
+
+    model: str
+    served_models: list[str]
+    system_fingerprints: list[str]
+    settings: dict[str, list[str]]  # setting name -> distinct values, JSON-encoded
+
+
+@dataclass
+class RunInfo:
+    bench_version: str | None
+    scorer_version: str | None
+    parser_version: int | None
+    catalog_hash: str | None
+    recorded_catalog_hashes: list[str]
+    evaluators: dict[str, int]
+    budgets: dict[str, Any]
+    cassettes: list[dict[str, Any]]  # path, run, created, truncated
+
+
+@dataclass
+class Report:
+    source: str
+    run: RunInfo
+    models: list[str]
+    rates: list[RateRow]
+    epochs: list[EpochRow]
+    flaky: list[Flaky]
+    failures: dict[str, dict[str, int]]
+    reliability: list[Reliability]
+    settings: list[ModelSettings]
+    timing: dict[str, Timing]
+    warnings: list[str] = field(default_factory=list)
+
+
+def build(scores: Scores) -> Report:
+    """Aggregate one scores file (or an in-memory rescore) into a Report."""
+    results = scores.results
+    by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for result in results:
+        by_model[str(result.get("model"))].append(result)
+    models = sorted(by_model)
+    run = run_info(scores.meta)
+    report = Report(
+        source=scores.source,
+        run=run,
+        models=models,
+        rates=[row for m in models for row in rates(m, by_model[m])],
+        epochs=[row for m in models for row in epochs(m, by_model[m])],
+        flaky=[f for m in models for f in flaky(m, by_model[m])],
+        failures={m: failures(by_model[m]) for m in models},
+        reliability=[reliability(m, by_model[m]) for m in models],
+        settings=[model_settings(m, by_model[m]) for m in models],
+        timing={m: timing(by_model[m]) for m in models},
+    )
+    report.warnings = warnings(report, by_model)
+    return report
+
+
+def rate_row(model: str, scope: str, group: str, items: Iterable[dict[str, Any]]) -> RateRow:
+    counts = Counts()
+    for result in items:
+        counts.add(result)
+    low, high = wilson(counts.passed, counts.scored)
+    rate = counts.passed / counts.scored if counts.scored else None
+    return RateRow(model, scope, group, counts, rate, low, high)
+
+
+def rates(model: str, results: list[dict[str, Any]]) -> list[RateRow]:
+    rows = [rate_row(model, "overall", "", results)]
+    for scope in ("suite", "category"):
+        groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for result in results:
+            groups[str(result.get(scope) or "?")].append(result)
+        rows.extend(rate_row(model, scope, name, groups[name]) for name in sorted(groups))
+    return rows
+
+
+def epoch_counts(results: Iterable[dict[str, Any]]) -> dict[tuple[str | None, str], tuple[int, int]]:
+    """(run, test) -> (scored epochs, passed epochs)."""
+    tally: dict[tuple[str | None, str], list[int]] = defaultdict(lambda: [0, 0])
+    for result in results:
+        if result.get("status") != "scored":
+            continue
+        cell = tally[(result.get("run"), str(result.get("test")))]
+        cell[0] += 1
+        cell[1] += bool(result.get("passed"))
+    return {key: (n, c) for key, (n, c) in tally.items()}
+
+
+def k_values(max_n: int) -> list[int]:
+    """1, powers of two, and the largest epoch count: enough points to see the curve without a row per k."""
+    ks = {1, max_n}
+    k = 2
+    while k < max_n:
+        ks.add(k)
+        k *= 2
+    return sorted(ks)
+
+
+def epochs(model: str, results: list[dict[str, Any]]) -> list[EpochRow]:
+    counts = list(epoch_counts(results).values())
+    max_n = max((n for n, _ in counts), default=0)
+    if max_n < 2:
+        return []
+    rows = []
+    for k in k_values(max_n):
+        eligible = [(n, c) for n, c in counts if n >= k]
+        at = sum(pass_at_k(n, c, k) for n, c in eligible) / len(eligible)
+        hat = sum(pass_hat_k(n, c, k) for n, c in eligible) / len(eligible)
+        rows.append(EpochRow(model, k, len(eligible), at, hat))
+    return rows
+
+
+def flaky(model: str, results: list[dict[str, Any]]) -> list[Flaky]:
+    return [
+        Flaky(model, run, test, c, n)
+        for (run, test), (n, c) in sorted(epoch_counts(results).items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))
+        if n >= 2 and 0 < c < n
+    ]
+
+
+def failures(results: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Failure type -> count, over scored-and-failed and errored results (unclassified failures named so)."""
+    counter: Counter[str] = Counter()
+    for result in results:
+        status = result.get("status")
+        if (status == "scored" and not result.get("passed")) or status == "errored":
+            counter[str(result.get("failure_type") or "unclassified")] += 1
+    return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def reliability(model: str, results: list[dict[str, Any]]) -> Reliability:
+    attempts = retries = retried = errored = failed = 0
+    for result in results:
+        attempts += int(result.get("attempts") or 0)
+        extra = int(result.get("retries") or 0)
+        retries += extra
+        retried += extra > 0
+        errored += result.get("status") == "errored"
+        for ex in result.get("exchanges") or ():
+            status = ex.get("status")
+            if ex.get("outcome") != "complete" or not isinstance(status, int) or status >= 400:
+                failed += 1
+    return Reliability(model, len(results), attempts, retries, retried, errored, failed)
+
+
+def _distinct(values: Iterable[Any]) -> list[str]:
+    return sorted({orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode() for v in values})
+
+
+def model_settings(model: str, results: list[dict[str, Any]]) -> ModelSettings:
+    served = sorted({str(r["served_model"]) for r in results if r.get("served_model")})
+    fps = sorted({str(r["system_fingerprint"]) for r in results if r.get("system_fingerprint")})
+    values: dict[str, list[Any]] = defaultdict(list)
+    for result in results:
+        for key, value in (result.get("settings") or {}).items():
+            values[key].append(value)
+    return ModelSettings(model, served, fps, {key: _distinct(vals) for key, vals in sorted(values.items())})
+
+
+def run_info(meta: dict[str, Any]) -> RunInfo:
+    cassettes = [
+        {
+            "path": c.get("path"),
+            "run": c.get("run"),
+            "created": c.get("created"),
+            "truncated": bool(c.get("truncated")),
+            "interrupted": bool((c.get("run_meta") or {}).get("interrupted")),
+        }
+        for c in meta.get("cassettes") or ()
+    ]
+    recorded = sorted(
+        {
+            str(h)
+            for c in meta.get("cassettes") or ()
+            if (h := (c.get("run_meta") or {}).get("catalog_hash")) is not None
+        }
+    )
+    return RunInfo(
+        bench_version=meta.get("bench_version"),
+        scorer_version=meta.get("scorer_version"),
+        parser_version=meta.get("parser_version"),
+        catalog_hash=meta.get("catalog_hash"),
+        recorded_catalog_hashes=recorded,
+        evaluators=dict(meta.get("evaluators") or {}),
+        budgets=dict(meta.get("budgets") or {}),
+        cassettes=cassettes,
+    )
+
+
+def fingerprint_changes(results: Iterable[dict[str, Any]]) -> dict[str | None, list[str]]:
+    """run -> distinct system fingerprints, for runs where a model answered with more than one."""
+    per_run: dict[str | None, set[str]] = defaultdict(set)
+    for result in results:
+        if result.get("system_fingerprint"):
+            per_run[result.get("run")].add(str(result["system_fingerprint"]))
+    return {run: sorted(fps) for run, fps in per_run.items() if len(fps) > 1}
+
+
+def warnings(report: Report, by_model: dict[str, list[dict[str, Any]]]) -> list[str]:
+    out: list[str] = []
+    for model in report.models:
+        for run, fps in fingerprint_changes(by_model[model]).items():
+            where = f"run {run}" if run else "the run"
+            out.append(
+                f"{model}: system fingerprint changed during {where} ({', '.join(fps)}): "
+                "the backend changed mid-run, results before and after may differ"
+            )
+    for s in report.settings:
+        for key, vals in s.settings.items():
+            if key != "stream" and len(vals) > 1:
+                out.append(f"{s.model}: {key} varied within the run ({', '.join(vals)})")
+    for cassette in report.run.cassettes:
+        if cassette["truncated"] or cassette["interrupted"]:
+            out.append(f"cassette {cassette['path']} was cut short (interrupted run): some tests may be missing")
+    info = report.run
+    changed = [h for h in info.recorded_catalog_hashes if info.catalog_hash and h != info.catalog_hash]
+    if changed:
+        out.append(f"catalog changed since recording (recorded {', '.join(changed)}, now {info.catalog_hash})")
+    for row in report.rates:
+        if row.scope != "overall":
+            continue
+        counts = row.counts
+        if counts.stale:
+            out.append(f"{row.model}: {counts.stale} stale result(s): their test changed since recording, not scored")
+        if counts.unknown:
+            out.append(f"{row.model}: {counts.unknown} result(s) for tests not in the catalog")
+        if counts.total and not counts.scored:
+            out.append(f"{row.model}: nothing was scored ({counts.total} results)")
+    return out

@@ -1,0 +1,248 @@
+"""Compare two runs result by result: what regressed, what improved, and whether the difference is more than noise.
+
+Results are paired by (model, test, epoch). Only pairs scored on both sides enter the test: the exact McNemar test
+on the discordant pairs (pass->fail against fail->pass), per model and per category. A regression is called
+significant when its p-value is below ALPHA divided by the number of rows tested (Bonferroni), which keeps the
+chance of a false alarm across the whole comparison at or below ALPHA.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from scorer.report.aggregate import model_settings, run_info
+from scorer.report.load import Scores
+from scorer.report.stats import mcnemar_exact, paired_bootstrap
+
+ALPHA = 0.05
+RULE = (
+    "significant regression: a model or category row with more pass->fail than fail->pass pairs whose two-sided "
+    "exact McNemar p-value is below 0.05 / (rows tested) (Bonferroni)"
+)
+
+Key = tuple[str, str, int]  # model, test, epoch
+
+
+@dataclass
+class Change:
+    model: str
+    test: str
+    epoch: int
+    category: str
+    before: str  # pass | fail
+    after: str
+    failure_type: str | None  # of the failing side
+    commands: list[str]  # `bench cassette show` for the exchanges of the side that failed
+
+
+@dataclass
+class Delta:
+    model: str
+    scope: str  # overall | category
+    group: str
+    pairs: int
+    rate_a: float | None
+    rate_b: float | None
+    regressed: int  # pass -> fail
+    improved: int  # fail -> pass
+    p_value: float
+    significant: bool = False
+    verdict: str = "no significant change"
+    score_delta: float | None = None  # mean paired score difference (B - A), with its bootstrap interval
+    score_low: float | None = None
+    score_high: float | None = None
+
+
+@dataclass
+class Comparison:
+    a: str
+    b: str
+    rule: str
+    threshold: float
+    deltas: list[Delta]
+    regressions: list[Change]
+    improvements: list[Change]
+    paired: int
+    not_comparable: int  # paired but not scored on both sides
+    only_a: int
+    only_b: int
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def significant_regression(self) -> bool:
+        return any(d.significant and d.regressed > d.improved for d in self.deltas)
+
+
+def index(scores: Scores, side: str, warnings: list[str]) -> dict[Key, dict[str, Any]]:
+    """(model, test, epoch) -> result; when several runs share a key the last one in the file wins, with a warning."""
+    out: dict[Key, dict[str, Any]] = {}
+    duplicates = 0
+    for result in scores.results:
+        key = (str(result.get("model")), str(result.get("test")), int(result.get("epoch") or 0))
+        duplicates += key in out
+        out[key] = result
+    if duplicates:
+        warnings.append(
+            f"{side} holds {duplicates} result(s) sharing a (model, test, epoch) with another run: the last one is used"
+        )
+    return out
+
+
+def show_commands(scores: Scores, result: dict[str, Any]) -> list[str]:
+    cassette = result.get("cassette")
+    if not cassette:
+        return []
+    path = shlex.quote(str(scores.base / str(cassette)))
+    exchanges = result.get("exchanges") or []
+    final = [ex for ex in exchanges if ex.get("final")] or exchanges
+    return [f"bench cassette show {path} --id {shlex.quote(str(ex.get('id')))}" for ex in final]
+
+
+def compare(a: Scores, b: Scores) -> Comparison:
+    warnings = like_for_like(a, b)
+    ia, ib = index(a, "A", warnings), index(b, "B", warnings)
+    shared = sorted(set(ia) & set(ib))
+    both: list[tuple[Key, dict[str, Any], dict[str, Any]]] = []
+    not_comparable = hash_changed = 0
+    for key in shared:
+        ra, rb = ia[key], ib[key]
+        if ra.get("status") == "scored" and rb.get("status") == "scored":
+            both.append((key, ra, rb))
+            hash_changed += ra.get("test_hash") != rb.get("test_hash")
+        else:
+            not_comparable += 1
+    if hash_changed:
+        warnings.append(f"{hash_changed} paired result(s) were recorded from different versions of their test")
+    regressions: list[Change] = []
+    improvements: list[Change] = []
+    for (model, test, epoch), ra, rb in both:
+        pa, pb = bool(ra.get("passed")), bool(rb.get("passed"))
+        if pa == pb:
+            continue
+        loser, scores = (rb, b) if pa else (ra, a)
+        change = Change(
+            model,
+            test,
+            epoch,
+            str(rb.get("category") or "?"),
+            "pass" if pa else "fail",
+            "pass" if pb else "fail",
+            loser.get("failure_type"),
+            show_commands(scores, loser),
+        )
+        (regressions if pa else improvements).append(change)
+    deltas = paired_deltas(both)
+    comparison = Comparison(
+        a=a.source,
+        b=b.source,
+        rule=RULE,
+        threshold=ALPHA / max(1, len(deltas)),
+        deltas=deltas,
+        regressions=regressions,
+        improvements=improvements,
+        paired=len(shared),
+        not_comparable=not_comparable,
+        only_a=len(set(ia) - set(ib)),
+        only_b=len(set(ib) - set(ia)),
+        warnings=warnings,
+    )
+    for d in deltas:
+        d.significant = d.p_value < comparison.threshold
+        if d.significant:
+            d.verdict = "significant regression" if d.regressed > d.improved else "significant improvement"
+    if comparison.only_a or comparison.only_b:
+        warnings.append(
+            f"{comparison.only_a} result(s) only in A and {comparison.only_b} only in B: the runs cover different tests"
+        )
+    return comparison
+
+
+def paired_deltas(both: list[tuple[Key, dict[str, Any], dict[str, Any]]]) -> list[Delta]:
+    groups: dict[tuple[str, str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
+    for (model, _test, _epoch), ra, rb in both:
+        groups[(model, "overall", "")].append((ra, rb))
+        groups[(model, "category", str(rb.get("category") or "?"))].append((ra, rb))
+    deltas = []
+    for (model, scope, group), pairs in sorted(groups.items()):
+        passed_a = [bool(ra.get("passed")) for ra, _ in pairs]
+        passed_b = [bool(rb.get("passed")) for _, rb in pairs]
+        regressed = sum(x and not y for x, y in zip(passed_a, passed_b, strict=True))
+        improved = sum(y and not x for x, y in zip(passed_a, passed_b, strict=True))
+        delta = Delta(
+            model,
+            scope,
+            group,
+            len(pairs),
+            sum(passed_a) / len(pairs),
+            sum(passed_b) / len(pairs),
+            regressed,
+            improved,
+            mcnemar_exact(regressed, improved),
+        )
+        if scope == "overall":
+            # Scores are not just pass/fail (partial credit): the bootstrap shows how far the mean score moved.
+            mean, low, high = paired_bootstrap(
+                [float(ra.get("score") or 0.0) for ra, _ in pairs], [float(rb.get("score") or 0.0) for _, rb in pairs]
+            )
+            delta.score_delta, delta.score_low, delta.score_high = mean, low, high
+        deltas.append(delta)
+    return deltas
+
+
+def like_for_like(a: Scores, b: Scores) -> list[str]:
+    """Warnings for every difference between the runs that could explain a change other than the model itself."""
+    out: list[str] = []
+    ra, rb = run_info(a.meta), run_info(b.meta)
+    if ra.catalog_hash != rb.catalog_hash:
+        out.append(f"catalog differs (A {ra.catalog_hash}, B {rb.catalog_hash}): tests may have changed")
+    if ra.scorer_version != rb.scorer_version or ra.parser_version != rb.parser_version:
+        out.append(
+            f"scorer differs (A {ra.scorer_version}/parser {ra.parser_version}, "
+            f"B {rb.scorer_version}/parser {rb.parser_version}): rescore both with the same bench"
+        )
+    changed = sorted(k for k in set(ra.evaluators) | set(rb.evaluators) if ra.evaluators.get(k) != rb.evaluators.get(k))
+    if changed:
+        out.append(
+            "evaluator versions differ: "
+            + ", ".join(f"{k} (A {ra.evaluators.get(k)}, B {rb.evaluators.get(k)})" for k in changed)
+        )
+    if ra.budgets != rb.budgets:
+        out.append(f"scoring budgets differ (A {ra.budgets}, B {rb.budgets})")
+    for side, info in (("A", ra), ("B", rb)):
+        cut = [str(c["path"]) for c in info.cassettes if c["truncated"] or c["interrupted"]]
+        if cut:
+            out.append(f"{side} is an interrupted run (cut short: {', '.join(cut)}): missing tests are not regressions")
+    out.extend(model_warnings(a, b))
+    return out
+
+
+def model_warnings(a: Scores, b: Scores) -> list[str]:
+    out: list[str] = []
+    by_a: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_b: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for result in a.results:
+        by_a[str(result.get("model"))].append(result)
+    for result in b.results:
+        by_b[str(result.get("model"))].append(result)
+    for model in sorted(set(by_a) ^ set(by_b)):
+        out.append(f"model {model} is only in {'A' if model in by_a else 'B'}")
+    for model in sorted(set(by_a) & set(by_b)):
+        sa, sb = model_settings(model, by_a[model]), model_settings(model, by_b[model])
+        for key in sorted(set(sa.settings) | set(sb.settings)):
+            va, vb = sa.settings.get(key, []), sb.settings.get(key, [])
+            if va != vb:
+                what = "seed" if key == "seed" else f"sampling setting {key}"
+                out.append(f"{model}: {what} differs (A {', '.join(va) or '–'}, B {', '.join(vb) or '–'})")
+        if sa.served_models != sb.served_models:
+            out.append(
+                f"{model}: served model differs (A {', '.join(sa.served_models)}, B {', '.join(sb.served_models)})"
+            )
+        if sa.system_fingerprints != sb.system_fingerprints:
+            out.append(
+                f"{model}: system fingerprint differs (A {', '.join(sa.system_fingerprints) or '–'}, "
+                f"B {', '.join(sb.system_fingerprints) or '–'}): the backend changed between runs"
+            )
+    return out

@@ -1,0 +1,115 @@
+"""Catalog health across runs: which tests tell models apart, which never can, and which are noise.
+
+A test earns its place when models score differently on it. One that every model passes in every run (saturated) or
+that nobody ever passes measures nothing any more; one whose epochs disagree measures luck as much as skill.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from scorer.report.load import Scores
+
+# Pass rates of the best and worst model must differ by at least this much for a test to count as separating.
+SEPARATION = 0.5
+
+
+@dataclass
+class TestHealth:
+    test: str
+    suite: str
+    category: str
+    scored: int
+    pass_rate: float | None
+    model_rates: dict[str, float]  # model -> pass rate over all its runs and epochs
+    spread: float | None  # best minus worst model pass rate; None with fewer than two models
+    verdict: str  # separates | weak | same for all models | all pass | all fail | not scored
+    runs: int  # runs in which the test was scored
+    saturated_runs: int  # runs in which every scored result passed
+    epoch_groups: int  # (run, model) groups with two or more scored epochs
+    unstable_groups: int  # of those, groups whose epochs disagree
+
+
+@dataclass
+class Health:
+    sources: list[str]
+    models: list[str]
+    separation: float
+    tests: list[TestHealth]
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def saturated(self) -> list[TestHealth]:
+        return [t for t in self.tests if t.runs and t.saturated_runs == t.runs]
+
+    @property
+    def unstable(self) -> list[TestHealth]:
+        return sorted(
+            (t for t in self.tests if t.unstable_groups),
+            key=lambda t: (-t.unstable_groups / t.epoch_groups, t.test),
+        )
+
+
+def verdict(scored: int, passed: int, rates: dict[str, float]) -> tuple[str, float | None]:
+    if not scored:
+        return "not scored", None
+    spread = max(rates.values()) - min(rates.values()) if len(rates) > 1 else None
+    if passed == scored:
+        return "all pass", spread
+    if passed == 0:
+        return "all fail", spread
+    if spread is None:
+        return "one model only", None
+    if spread >= SEPARATION:
+        return "separates", spread
+    return ("weak" if spread > 0 else "same for all models"), spread
+
+
+def health(runs: list[Scores]) -> Health:
+    per_test: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    models: set[str] = set()
+    for i, scores in enumerate(runs):
+        for result in scores.results:
+            per_test[str(result.get("test"))].append((i, result))
+            models.add(str(result.get("model")))
+    tests = [test_health(test, items) for test, items in sorted(per_test.items())]
+    counts: dict[str, int] = defaultdict(int)
+    for t in tests:
+        counts[t.verdict] += 1
+    return Health([s.source for s in runs], sorted(models), SEPARATION, tests, dict(sorted(counts.items())))
+
+
+def test_health(test: str, items: list[tuple[int, dict[str, Any]]]) -> TestHealth:
+    model_tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    run_tally: dict[tuple[int, str | None], list[int]] = defaultdict(lambda: [0, 0])
+    epoch_tally: dict[tuple[int, str | None, str], list[int]] = defaultdict(lambda: [0, 0])
+    for i, result in items:
+        if result.get("status") != "scored":
+            continue
+        ok = int(bool(result.get("passed")))
+        model, run = str(result.get("model")), result.get("run")
+        for tally in (model_tally[model], run_tally[(i, run)], epoch_tally[(i, run, model)]):
+            tally[0] += 1
+            tally[1] += ok
+    scored = sum(n for n, _ in model_tally.values())
+    passed = sum(c for _, c in model_tally.values())
+    rates = {m: c / n for m, (n, c) in sorted(model_tally.items())}
+    kind, spread = verdict(scored, passed, rates)
+    groups = [(n, c) for n, c in epoch_tally.values() if n >= 2]
+    first = items[0][1]
+    return TestHealth(
+        test=test,
+        suite=str(first.get("suite") or "?"),
+        category=str(first.get("category") or "?"),
+        scored=scored,
+        pass_rate=passed / scored if scored else None,
+        model_rates=rates,
+        spread=spread,
+        verdict=kind,
+        runs=len(run_tally),
+        saturated_runs=sum(1 for n, c in run_tally.values() if n == c),
+        epoch_groups=len(groups),
+        unstable_groups=sum(1 for n, c in groups if 0 < c < n),
+    )

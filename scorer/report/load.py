@@ -1,0 +1,95 @@
+"""Find and read the scores behind a report: a scores file, or a folder (its scores.jsonl, else rescored in memory)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.errors import BenchError
+
+SCORES_NAME = "scores.jsonl"
+FORMAT = "bench-scores"
+VERSION = 1
+
+
+@dataclass
+class Scores:
+    """One scores file's content and where it came from (cassette paths in it are relative to `base`)."""
+
+    source: str
+    base: Path
+    meta: dict[str, Any]
+    results: list[dict[str, Any]]
+
+
+def load(path: Path, *, jobs: int = 1) -> Scores:
+    """Read PATH: a scores file, a folder holding scores.jsonl, or a folder of cassettes to rescore in memory."""
+    if not path.exists():
+        raise BenchError(f"{path}: no such file or folder; give a scores file or a folder of cassettes")
+    if path.is_dir():
+        scores_file = path / SCORES_NAME
+        if scores_file.is_file():
+            return _from_file(scores_file)
+        cassettes = sorted(path.rglob("*.cassette"))
+        if not cassettes:
+            raise BenchError(
+                f"{path}: no {SCORES_NAME} and no *.cassette files in it; record a run or run bench rescore"
+            )
+        meta, results = _rescore(cassettes, jobs)
+        return Scores(source=f"{path} (rescored in memory)", base=path, meta=meta, results=results)
+    if path.suffix == ".cassette":
+        meta, results = _rescore([path], jobs)
+        return Scores(source=f"{path} (rescored in memory)", base=path.parent, meta=meta, results=results)
+    return _from_file(path)
+
+
+def _rescore(paths: list[Path], jobs: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    # Imported lazily: rescoring pulls in the catalog and every evaluator, which a report on a scores file never needs.
+    try:
+        pipeline = importlib.import_module("scorer.pipeline")
+    except ModuleNotFoundError as exc:
+        raise BenchError("this bench has no scorer pipeline; give a scores file written by bench rescore") from exc
+    meta, results = pipeline.rescore(paths, jobs=jobs)
+    return meta, list(results)
+
+
+def _from_file(path: Path) -> Scores:
+    meta, results = read_scores_file(path)
+    return Scores(source=str(path), base=path.parent, meta=meta, results=results)
+
+
+def read_scores_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Parse a scores file (docs/scores-format.md), refusing foreign files and newer versions with a clear message."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BenchError(f"{path}: cannot read ({exc.strerror}); check the path and its permissions") from exc
+    lines = raw.splitlines()
+    try:
+        meta = orjson.loads(lines[0]) if lines else None
+    except orjson.JSONDecodeError:
+        meta = None
+    if not isinstance(meta, dict) or meta.get("kind") != "meta" or meta.get("format") != FORMAT:
+        raise BenchError(
+            f"{path}: not a bench scores file (line 1 is not its meta line); run bench rescore to write one"
+        )
+    version = meta.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise BenchError(
+            f"{path}: scores format version {version} is newer than this bench reads ({VERSION}); upgrade bench"
+        )
+    results: list[dict[str, Any]] = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise BenchError(f"{path}:{number}: not valid JSON ({exc}); rewrite the file with bench rescore") from exc
+        if isinstance(record, dict) and record.get("kind") == "result":
+            results.append(record)
+    return meta, results

@@ -1,0 +1,75 @@
+"""The report as one self-contained HTML file: inline CSS and SVG, no script, no font or file fetched from anywhere."""
+
+from __future__ import annotations
+
+from html import escape
+
+from scorer.report import svg
+from scorer.report.aggregate import Report
+from scorer.report.sections import Section, sections
+from scorer.report.timing import CDF
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#111;background:#fff}
+h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}
+th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.warn{background:#fff4d6;border-left:4px solid #b07d00;padding:.5rem 1rem;margin:.25rem 0}
+.note{color:#444;font-size:.85rem}.charts svg{display:block;margin:1rem 0;max-width:100%;height:auto}
+"""
+
+LATENCY = (
+    ("ttft_ms", "Time to first token (TTFT)"),
+    ("tpot_ms", "Time per output token (TPOT)"),
+    ("itl_ms", "Inter-token latency (ITL, all gaps pooled)"),
+    ("e2el_ms", "End-to-end latency (E2EL)"),
+)
+
+
+def html_table(section: Section) -> str:
+    head = "".join(f"<th scope='col'>{escape(c)}</th>" for c in section.columns)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td{' class=n' if i in section.numeric else ''}>{escape(v)}</td>" for i, v in enumerate(row))
+        + "</tr>"
+        for row in section.rows
+    )
+    notes = "".join(f"<p class='note'>{escape(n)}</p>" for n in section.notes)
+    return f"<h2>{escape(section.title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{notes}"
+
+
+def charts(report: Report) -> list[str]:
+    out: list[str] = []
+    cells = {
+        (r.group, r.model): (r.pass_rate, r.low, r.high)
+        for r in report.rates
+        if r.scope == "category" and r.pass_rate is not None
+    }
+    categories = sorted({group for group, _ in cells})
+    if cells:
+        out.append(svg.pass_rate_chart("chart-pass", "Pass rate by category", categories, report.models, cells))
+    for i, (attr, title) in enumerate(LATENCY):
+        rows = [(m, getattr(report.timing[m], attr).box) for m in report.models]
+        if any(box for _, box in rows):
+            out.append(svg.box_chart(f"chart-box-{i}", title, "milliseconds", rows))
+    for attr, title in (("ttft_ms", "TTFT distribution (CDF)"), ("itl_ms", "ITL distribution (CDF)")):
+        series = [(m, getattr(report.timing[m], attr).cdf) for m in report.models]
+        if any(pts for _, pts in series):
+            out.append(svg.cdf_chart(f"chart-cdf-{attr}", title, "milliseconds", series, list(CDF)))
+    if any(report.failures.values()):
+        out.append(svg.stacked_chart("chart-failures", "Failure types per model", report.models, report.failures))
+    return out
+
+
+def render(report: Report) -> str:
+    warnings = "".join(f"<p class='warn'><strong>Warning:</strong> {escape(w)}</p>" for w in report.warnings)
+    figures = "".join(charts(report))
+    tables = "".join(html_table(s) for s in sections(report))
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>bench report: {escape(report.source)}</title><style>{CSS}</style></head><body>"
+        f"<h1>bench report</h1><p class='note'>{escape(report.source)}</p>{warnings}"
+        f"<section class='charts' aria-label='Charts'>{figures}</section>{tables}</body></html>\n"
+    )

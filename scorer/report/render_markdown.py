@@ -1,0 +1,29 @@
+"""The report as GitHub-flavoured Markdown (pipe tables), for pull requests and notes."""
+
+from __future__ import annotations
+
+from scorer.report.aggregate import Report
+from scorer.report.sections import Section, sections
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(section: Section) -> str:
+    align = ["---:" if i in section.numeric else "---" for i in range(len(section.columns))]
+    lines = [f"## {section.title}", ""]
+    lines.append("| " + " | ".join(cell(c) for c in section.columns) + " |")
+    lines.append("| " + " | ".join(align) + " |")
+    lines.extend("| " + " | ".join(cell(v) for v in row) + " |" for row in section.rows)
+    lines.extend(["", *(f"_{cell(note)}_" for note in section.notes)])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render(report: Report) -> str:
+    parts = ["# bench report", ""]
+    if report.warnings:
+        parts.extend(f"> **Warning:** {cell(w)}" for w in report.warnings)
+        parts.append("")
+    parts.extend(markdown_table(s) for s in sections(report))
+    return "\n".join(parts)

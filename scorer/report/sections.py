@@ -1,0 +1,186 @@
+"""The report as titled tables of text, shared by the terminal, Markdown and HTML renderers so they say the same."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scorer.report.aggregate import Report
+from scorer.report.timing import Dist
+
+# Flaky lists can run to thousands on a big catalog; the JSON output keeps them all.
+MAX_FLAKY_ROWS = 30
+
+
+@dataclass
+class Section:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    numeric: set[int] = field(default_factory=set)  # columns aligned right
+
+
+def pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def interval(low: float, high: float) -> str:
+    return f"[{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0f}" if value >= 100 else f"{value:.2f}" if value < 10 else f"{value:.1f}"
+
+
+def triple(dist: Dist) -> str:
+    return "–" if not dist.count else f"{ms(dist.p50)} / {ms(dist.p90)} / {ms(dist.p99)}"
+
+
+def summary(report: Report) -> Section:
+    run = report.run
+    cassettes = ", ".join(
+        f"{c['path']}{' (cut short)' if c['truncated'] or c['interrupted'] else ''}" for c in run.cassettes
+    )
+    rows = [
+        ["source", report.source],
+        ["bench version", str(run.bench_version)],
+        ["scorer version", f"{run.scorer_version} (parser {run.parser_version})"],
+        ["catalog hash", str(run.catalog_hash)],
+        ["catalog hash at recording", ", ".join(run.recorded_catalog_hashes) or "–"],
+        ["evaluators", ", ".join(f"{k} v{v}" for k, v in sorted(run.evaluators.items())) or "–"],
+        ["budgets", ", ".join(f"{k}={v}" for k, v in sorted(run.budgets.items())) or "–"],
+        ["cassettes", cassettes or "–"],
+    ]
+    return Section("Run", ["setting", "value"], rows)
+
+
+def rate_section(report: Report, scope: str, title: str) -> Section:
+    rows = []
+    for r in report.rates:
+        if r.scope != scope:
+            continue
+        c = r.counts
+        lead = [r.model] if scope == "overall" else [r.model, r.group]
+        rows.append(
+            [
+                *lead,
+                pct(r.pass_rate),
+                interval(r.low, r.high),
+                f"{c.passed}/{c.scored}",
+                str(c.errored),
+                str(c.skipped),
+                str(c.stale),
+            ]
+        )
+    lead_cols = ["model"] if scope == "overall" else ["model", scope]
+    first = len(lead_cols)
+    return Section(
+        title,
+        [*lead_cols, "pass rate", "95% CI", "passed/scored", "errored", "skipped", "stale"],
+        rows,
+        notes=["Pass rate = passed / scored; errored, skipped and stale results are not in it. CI: Wilson score."],
+        numeric=set(range(first, first + 6)),
+    )
+
+
+def epoch_section(report: Report) -> Section:
+    rows = [[e.model, str(e.k), str(e.tests), pct(e.pass_at_k), pct(e.pass_hat_k)] for e in report.epochs]
+    return Section(
+        "Epochs",
+        ["model", "k", "tests", "pass@k", "pass^k"],
+        rows,
+        notes=["pass@k: chance at least one of k epochs passes; pass^k: chance all k pass (unbiased estimators)."],
+        numeric={1, 2, 3, 4},
+    )
+
+
+def flaky_section(report: Report) -> Section:
+    rows = [[f.model, f.test, str(f.run or "–"), f"{f.passed}/{f.scored}"] for f in report.flaky[:MAX_FLAKY_ROWS]]
+    notes = ["Tests whose epochs disagree (some passed, some failed)."]
+    if len(report.flaky) > MAX_FLAKY_ROWS:
+        notes.append(f"{len(report.flaky) - MAX_FLAKY_ROWS} more not shown (see --format json).")
+    return Section("Flaky tests", ["model", "test", "run", "passed epochs"], rows, notes, numeric={3})
+
+
+def timing_section(report: Report) -> Section:
+    rows = []
+    marked = False
+    for model in report.models:
+        t = report.timing[model]
+        mark = ""
+        if t.tokens_counted:
+            mark, marked = "*", True
+        rows.append(
+            [
+                model,
+                str(t.streamed),
+                triple(t.ttft_ms),
+                triple(t.tpot_ms) + mark,
+                triple(t.itl_ms),
+                triple(t.e2el_ms),
+                (f"{t.tokens_per_s_median:.1f}" if t.tokens_per_s_median is not None else "–") + mark,
+            ]
+        )
+    notes = [
+        "Milliseconds, p50 / p90 / p99. TTFT: first event with choices; ITL: every gap between such events, pooled; "
+        "TPOT: (E2EL - TTFT) / (output tokens - 1); E2EL: request to last token event. "
+        "tok/s: median of output tokens / E2EL per exchange."
+    ]
+    if marked:
+        notes.append("* some token counts were counted from the stream (no usage in the response), not reported.")
+    return Section(
+        "Timing",
+        ["model", "streamed", "TTFT ms", "TPOT ms", "ITL ms", "E2EL ms", "tok/s"],
+        rows,
+        notes,
+        numeric={1, 2, 3, 4, 5, 6},
+    )
+
+
+def failure_section(report: Report) -> Section:
+    rows = [[m, kind, str(n)] for m in report.models for kind, n in report.failures[m].items()]
+    return Section("Failure types", ["model", "failure type", "results"], rows, numeric={2})
+
+
+def reliability_section(report: Report) -> Section:
+    rows = [
+        [
+            r.model,
+            *(str(v) for v in (r.results, r.attempts, r.retries, r.results_retried, r.errored, r.failed_exchanges)),
+        ]
+        for r in report.reliability
+    ]
+    return Section(
+        "Retries and errors",
+        ["model", "results", "attempts", "retries", "results retried", "errored", "failed exchanges"],
+        rows,
+        notes=["Failed exchange: any attempt that did not complete with a 2xx status (retried ones included)."],
+        numeric={1, 2, 3, 4, 5, 6},
+    )
+
+
+def settings_section(report: Report) -> Section:
+    rows = []
+    for s in report.settings:
+        settings = "; ".join(f"{k}={', '.join(v)}" for k, v in s.settings.items()) or "–"
+        rows.append([s.model, ", ".join(s.served_models) or "–", ", ".join(s.system_fingerprints) or "–", settings])
+    return Section("Models and settings", ["requested model", "served model", "system fingerprint", "settings"], rows)
+
+
+def sections(report: Report) -> list[Section]:
+    """Every table of the report, in reading order; empty ones are dropped."""
+    all_sections = [
+        summary(report),
+        rate_section(report, "overall", "Pass rate"),
+        rate_section(report, "suite", "Pass rate by suite"),
+        rate_section(report, "category", "Pass rate by category"),
+        epoch_section(report),
+        flaky_section(report),
+        failure_section(report),
+        timing_section(report),
+        reliability_section(report),
+        settings_section(report),
+    ]
+    return [s for s in all_sections if s.rows]

@@ -1,0 +1,117 @@
+"""Latency per model, in vLLM's serving-benchmark vocabulary (see docs/report.md for the exact definitions).
+
+The scores file already carries per-exchange TTFT, TPOT, E2EL and the list of inter-token gaps; here they are pooled
+per model: ITL over all gaps of all exchanges (not a mean of per-request means), the others one value per exchange.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# Headline percentiles (vLLM prints p50/p90/p99), then the points the HTML charts draw: a box (p5..p95) and a CDF.
+HEADLINE = (50.0, 90.0, 99.0)
+BOX = (5.0, 25.0, 50.0, 75.0, 95.0)
+CDF = tuple(float(q) for q in range(0, 101, 5))
+
+
+@dataclass
+class Dist:
+    """A latency distribution in milliseconds."""
+
+    count: int = 0
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    box: list[float] = field(default_factory=list)
+    cdf: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Timing:
+    """One model's timing over every exchange that has it (failed attempts have none)."""
+
+    exchanges: int
+    streamed: int
+    ttft_ms: Dist
+    tpot_ms: Dist
+    itl_ms: Dist
+    e2el_ms: Dist
+    output_tokens: int
+    tokens_counted: int  # exchanges whose token count was counted from the stream, not read from usage
+    tokens_per_s_median: float | None  # median over exchanges of output_tokens / E2EL
+    tokens_per_s_pooled: float | None  # sum(output_tokens) / sum(E2EL): one sequential stream's throughput
+
+
+def distribution(values_us: Iterable[float] | np.ndarray) -> Dist:
+    """Summarise microsecond values as a Dist in milliseconds (numpy's linear-interpolation percentiles)."""
+    arr = values_us if isinstance(values_us, np.ndarray) else np.fromiter(values_us, dtype=float)
+    if arr.size == 0:
+        return Dist()
+    ms = arr.astype(float) / 1000.0
+    qs = np.percentile(ms, [*HEADLINE, *BOX, *CDF])
+    head, box, cdf = qs[: len(HEADLINE)], qs[len(HEADLINE) : len(HEADLINE) + len(BOX)], qs[len(HEADLINE) + len(BOX) :]
+    return Dist(
+        count=int(arr.size),
+        mean=float(ms.mean()),
+        p50=float(head[0]),
+        p90=float(head[1]),
+        p99=float(head[2]),
+        box=[float(v) for v in box],
+        cdf=[float(v) for v in cdf],
+    )
+
+
+def timing(results: Iterable[dict[str, Any]]) -> Timing:
+    """Pool the timing of every exchange of these results (all attempts: a retry's latency is latency too)."""
+    ttft: list[float] = []
+    tpot: list[float] = []
+    e2el: list[float] = []
+    itl_lists: list[list[float]] = []
+    tokens: list[float] = []
+    tokens_e2el: list[float] = []
+    exchanges = streamed = counted = total_tokens = 0
+    for result in results:
+        for ex in result.get("exchanges") or ():
+            exchanges += 1
+            first = ex.get("ttft_us")
+            if first is not None:
+                streamed += 1
+                ttft.append(first)
+            per_token = ex.get("tpot_us")
+            if per_token is not None:
+                tpot.append(per_token)
+            gaps = ex.get("itl_us")
+            if gaps:
+                itl_lists.append(gaps)
+            end = ex.get("e2el_us")
+            if end is not None:
+                e2el.append(end)
+            out = ex.get("output_tokens")
+            if out is not None:
+                total_tokens += out
+                if ex.get("tokens_source") == "counted":
+                    counted += 1
+                if end:
+                    tokens.append(out)
+                    tokens_e2el.append(end)
+    itl = np.fromiter(itertools.chain.from_iterable(itl_lists), dtype=float)
+    tok = np.asarray(tokens, dtype=float)
+    tok_s = np.asarray(tokens_e2el, dtype=float) / 1e6
+    return Timing(
+        exchanges=exchanges,
+        streamed=streamed,
+        ttft_ms=distribution(np.asarray(ttft, dtype=float)),
+        tpot_ms=distribution(np.asarray(tpot, dtype=float)),
+        itl_ms=distribution(itl),
+        e2el_ms=distribution(np.asarray(e2el, dtype=float)),
+        output_tokens=total_tokens,
+        tokens_counted=counted,
+        tokens_per_s_median=float(np.median(tok / tok_s)) if tok.size else None,
+        tokens_per_s_pooled=float(tok.sum() / tok_s.sum()) if tok.size else None,
+    )

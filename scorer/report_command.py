@@ -1,0 +1,163 @@
+"""`bench report`, `bench compare` and `bench health`: read scores (or rescore cassettes in memory) and explain them.
+
+Everything heavy (numpy, scipy, rich, the scorer pipeline) is imported inside the handlers so `bench --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.errors import BenchError
+
+if TYPE_CHECKING:
+    from scorer.report.sections import Section
+
+REPORT_FORMATS = ("table", "markdown", "json", "html")
+OTHER_FORMATS = ("table", "markdown", "json")
+SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".json": "json", ".txt": "table"}
+
+
+def register(subparsers: Any) -> None:
+    report = subparsers.add_parser(
+        "report",
+        help="pass rates, epochs, failures, timing and settings of a run",
+        description="Report on a scores file, or on a folder of cassettes (its scores.jsonl, else rescored in memory).",
+    )
+    report.add_argument("path", type=Path, metavar="PATH", help="scores file, or folder of cassettes")
+    report.add_argument(
+        "--format", choices=REPORT_FORMATS, help="output format (default: from --out's suffix, else table)"
+    )
+    report.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    _jobs(report)
+    report.set_defaults(handler=run_report)
+
+    compare = subparsers.add_parser(
+        "compare",
+        help="paired comparison of two runs: regressions, improvements, significance",
+        description="Pair results by test, model and epoch; test each model and category with exact McNemar.",
+    )
+    compare.add_argument("a", type=Path, metavar="A", help="the baseline: scores file or folder of cassettes")
+    compare.add_argument("b", type=Path, metavar="B", help="the candidate: scores file or folder of cassettes")
+    compare.add_argument("--format", choices=OTHER_FORMATS, default="table")
+    compare.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    compare.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when B has a statistically significant regression"
+    )
+    _jobs(compare)
+    compare.set_defaults(handler=run_compare)
+
+    health = subparsers.add_parser(
+        "health",
+        help="which tests separate models, which are saturated, which are unstable",
+        description="Catalog health over one or more runs (scores files or folders of cassettes).",
+    )
+    health.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="scores file or folder of cassettes")
+    health.add_argument("--format", choices=OTHER_FORMATS, default="table")
+    health.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    _jobs(health)
+    health.set_defaults(handler=run_health)
+
+
+def _jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--jobs", "-j", type=int, default=1, metavar="N", help="processes when rescoring cassettes in memory"
+    )
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from scorer.report import aggregate, load, render_html, render_json, render_markdown, render_table
+
+    fmt = args.format or (SUFFIX_FORMATS.get(args.out.suffix.lower(), "table") if args.out else "table")
+    report = aggregate.build(load.load(args.path, jobs=_check_jobs(args.jobs)))
+    if fmt == "table":
+        _emit_rich(args.out, lambda console: render_table.render(report, console))
+    elif fmt == "markdown":
+        _emit(args.out, render_markdown.render(report))
+    elif fmt == "json":
+        _emit(args.out, render_json.render(report))
+    else:
+        _emit(args.out, render_html.render(report))
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from scorer.report import compare, compare_sections, load
+
+    jobs = _check_jobs(args.jobs)
+    result = compare.compare(load.load(args.a, jobs=jobs), load.load(args.b, jobs=jobs))
+    body = {**dataclasses.asdict(result), "significant_regression": result.significant_regression}
+    _render(args.format, args.out, result.warnings, compare_sections.sections(result), body)
+    if args.fail_on_regression:
+        verdict = "significant regression: exit 1" if result.significant_regression else "no significant regression"
+        print(f"bench compare: {verdict} ({compare.RULE})", file=sys.stderr)
+        return 1 if result.significant_regression else 0
+    return 0
+
+
+def run_health(args: argparse.Namespace) -> int:
+    from scorer.report import health, health_sections, load
+
+    jobs = _check_jobs(args.jobs)
+    result = health.health([load.load(path, jobs=jobs) for path in args.runs])
+    body = {
+        **dataclasses.asdict(result),
+        "saturated": [t.test for t in result.saturated],
+        "unstable": [t.test for t in result.unstable],
+    }
+    _render(args.format, args.out, [], health_sections.sections(result), body)
+    return 0
+
+
+def _check_jobs(jobs: int) -> int:
+    if jobs < 1:
+        raise BenchError(f"--jobs {jobs}: give a number of processes of 1 or more")
+    return jobs
+
+
+def _render(fmt: str, out: Path | None, warnings: list[str], sections: list[Section], body: dict[str, Any]) -> None:
+    from scorer.report import render_markdown, render_table
+
+    if fmt == "json":
+        import orjson
+
+        _emit(out, orjson.dumps(body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+    elif fmt == "markdown":
+        lines = [f"> **Warning:** {render_markdown.cell(w)}" for w in warnings]
+        _emit(out, "\n".join([*lines, "", *(render_markdown.markdown_table(s) for s in sections)]).lstrip())
+    else:
+
+        def draw(console: Any) -> None:
+            render_table.print_warnings(console, warnings)
+            for section in sections:
+                console.print(render_table.table(section))
+                console.print()
+
+        _emit_rich(out, draw)
+
+
+def _emit(out: Path | None, text: str) -> None:
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BenchError(f"{out}: cannot write ({exc.strerror}); choose another --out") from exc
+
+
+def _emit_rich(out: Path | None, draw: Any) -> None:
+    from rich.console import Console
+
+    if out is None:
+        console = Console()
+        # Piped output would otherwise be cut to 80 columns and fold the wide timing and comparison tables.
+        draw(console if console.is_terminal else Console(width=160))
+        return
+    buffer = io.StringIO()
+    draw(Console(file=buffer, width=160, no_color=True, force_terminal=False))
+    _emit(out, buffer.getvalue())
