@@ -1,0 +1,157 @@
+"""bench.yaml and command-line flags, merged into one RecordConfig (flags win; BENCH_API_KEY wins for the key).
+
+The file is validated with a JSON Schema so that every mistake is one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from bench.errors import BenchError
+
+API_KEY_ENV = "BENCH_API_KEY"
+
+_POSITIVE_NUMBER = {"type": "number", "exclusiveMinimum": 0}
+_MODEL_MAP_INT = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}}
+_MODEL_MAP_NUM = {"type": "object", "additionalProperties": _POSITIVE_NUMBER}
+_STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}}
+
+CONFIG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "upstream": {"type": "string", "pattern": "^https?://"},
+        "api_key": {"type": "string"},
+        "models": {**_STRINGS, "minItems": 1},
+        "suites": _STRINGS,
+        "tests": _STRINGS,
+        "epochs": {"type": "integer", "minimum": 1},
+        "concurrency": {"type": "integer", "minimum": 1},
+        "model_concurrency": _MODEL_MAP_INT,
+        "request_timeout": _POSITIVE_NUMBER,
+        "model_timeouts": _MODEL_MAP_NUM,
+        "idle_timeout": _POSITIVE_NUMBER,
+        "max_retries": {"type": "integer", "minimum": 0},
+        "retry_timeouts": {"type": "boolean"},
+        "backoff_base": {"type": "number", "minimum": 0},
+        "backoff_max": {"type": "number", "minimum": 0},
+        "temperature": {"type": ["number", "null"], "minimum": 0},
+        "seed": {"type": ["integer", "null"]},
+        "max_tokens_default": {"type": ["integer", "null"], "minimum": 1},
+        "stream": {"type": "boolean"},
+        "out": {"type": "string", "minLength": 1},
+        "proxy": {"type": ["string", "null"], "pattern": "^https?://"},
+        "progress_every": {"type": "integer", "minimum": 1},
+    },
+}
+
+
+@dataclass
+class RecordConfig:
+    upstream: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    models: list[str] = field(default_factory=list)
+    suites: list[str] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)
+    epochs: int = 1
+    concurrency: int = 8
+    model_concurrency: dict[str, int] = field(default_factory=dict)
+    request_timeout: float = 600.0
+    model_timeouts: dict[str, float] = field(default_factory=dict)
+    idle_timeout: float = 120.0
+    max_retries: int = 3
+    # A request that timed out once usually times out again: retrying it only multiplies the wait.
+    retry_timeouts: bool = False
+    backoff_base: float = 1.0
+    backoff_max: float = 30.0
+    temperature: float | None = None
+    seed: int | None = None
+    max_tokens_default: int | None = 1024
+    stream: bool = True
+    out: str = "cassettes"
+    proxy: str | None = None
+    progress_every: int = 25
+
+    def timeout_for(self, model: str) -> float:
+        return self.model_timeouts.get(model, self.request_timeout)
+
+    def public(self) -> dict[str, Any]:
+        """The config as recorded in the cassette header and shown to users: never the key."""
+        data = dataclasses.asdict(self)
+        data.pop("api_key")
+        data["api_key_set"] = self.api_key is not None
+        return data
+
+
+def _field_path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set((error.schema.get("properties") or {}) if isinstance(error.schema, dict) else ())
+        extra = sorted(k for k in error.instance if k not in allowed)
+        if extra:
+            parts.append(str(extra[0]))
+    return ".".join(parts) or "(top level)"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        return f"unknown key; allowed keys: {', '.join(sorted(CONFIG_SCHEMA['properties']))}"
+    if error.validator == "pattern":
+        return f"{error.instance!r} is not an http(s):// URL"
+    # jsonschema's own message quotes the offending value; it never sees the API key's field unless it is mistyped.
+    return error.message if error.validator != "type" or "api_key" not in error.absolute_path else "must be a string"
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BenchError(f"{path}: cannot read config: {exc.strerror}; pass an existing --config file") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise BenchError(f"{path}:{where}: {problem}; fix the YAML syntax") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BenchError(f"{path}: the config must be a mapping of keys (upstream, models, ...), not a list or text")
+    errors = sorted(jsonschema.Draft202012Validator(CONFIG_SCHEMA).iter_errors(data), key=lambda e: e.path)
+    if errors:
+        err = errors[0]
+        raise BenchError(f"{path}: field '{_field_path(err)}': {_describe(err)}")
+    return data
+
+
+def build_config(
+    file_values: Mapping[str, Any], flags: Mapping[str, Any], env: Mapping[str, str] | None = None
+) -> RecordConfig:
+    """Defaults, then the file, then flags that were given (not None); the environment's key over all."""
+    environ: Mapping[str, str] = os.environ if env is None else env
+    values: dict[str, Any] = dict(file_values)
+    for key, value in flags.items():
+        if value is not None and value != []:
+            values[key] = value
+    known = {f.name for f in dataclasses.fields(RecordConfig)}
+    cfg = RecordConfig(**{k: v for k, v in values.items() if k in known})
+    env_key = environ.get(API_KEY_ENV)
+    if env_key:
+        cfg.api_key = env_key
+    return cfg
+
+
+def check_ready(cfg: RecordConfig) -> None:
+    if cfg.upstream is None and cfg.proxy is None:
+        raise BenchError("no upstream: pass --upstream URL or set 'upstream' in bench.yaml (or run `bench demo`)")
+    if not cfg.models:
+        raise BenchError("no models: pass --model M (repeatable) or set 'models' in bench.yaml")

@@ -1,0 +1,232 @@
+"""A whole `bench record` run: select jobs, check the gateway, start the proxy, dispatch, stop cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench import __version__
+from bench.errors import BenchError
+from bench.testspec import Catalog, TestSpec
+from catalog.driver.config import RecordConfig
+from catalog.driver.conversation import Job, JobResult, Sender, run_job
+from catalog.driver.limiter import Limiter
+from catalog.driver.preflight import api_base, preflight
+from catalog.driver.progress import Quiet, Reporter
+from catalog.driver.resume import missing_jobs, read_run
+
+
+@dataclass
+class RecordSummary:
+    run_id: str
+    cassette: Path | None
+    jobs: int
+    done: int = 0
+    errors: int = 0
+    requests: int = 0
+    retries: int = 0
+    interrupted: bool = False
+    elapsed: float = 0.0
+    skipped_complete: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def new_run_id() -> str:
+    return f"r-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def select_tests(catalog: Catalog, cfg: RecordConfig) -> list[TestSpec]:
+    unknown = [t for t in cfg.tests if t not in catalog.tests]
+    if unknown:
+        raise BenchError(f"unknown test id(s): {', '.join(unknown)}; list them with `bench catalog ls`")
+    suites = {t.suite for t in catalog.tests.values()}
+    bad = [s for s in cfg.suites if s not in suites]
+    if bad:
+        raise BenchError(f"unknown suite(s): {', '.join(bad)}; known suites: {', '.join(sorted(suites))}")
+    tests = catalog.select(cfg.suites or None, cfg.tests or None)
+    if not tests:
+        raise BenchError("no tests selected; check --suite and --tests")
+    return tests
+
+
+def make_jobs(tests: list[TestSpec], models: list[str], epochs: int) -> list[Job]:
+    # Models interleaved, so that a slow model's queue never holds back the others' first results.
+    return [Job(t, m, e) for e in range(epochs) for t in tests for m in models]
+
+
+def run_metadata(
+    run_id: str, cfg: RecordConfig, catalog: Catalog, tests: list[TestSpec], resumed_from: list[str] | None
+) -> dict[str, Any]:
+    return {
+        "id": run_id,
+        "driver": "bench record",
+        "config": cfg.public(),
+        "catalog_hash": catalog.hash,
+        "tests": {t.id: t.hash for t in tests},
+        "bench_version": __version__,
+        "started": dt.datetime.now(dt.UTC).isoformat(),
+        "resumed_from": resumed_from,
+    }
+
+
+class Interrupts:
+    """First Ctrl-C: stop dispatching and let in-flight jobs finish. Second: cancel everything now."""
+
+    def __init__(self, task: asyncio.Task[Any], on_first: Callable[[], None], on_second: Callable[[], None]) -> None:
+        self.task = task
+        self.stop = asyncio.Event()
+        self.count = 0
+        self._on_first = on_first
+        self._on_second = on_second
+        self._installed = False
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self.fire)
+        self._installed = True
+
+    def remove(self) -> None:
+        if self._installed:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+
+    def fire(self) -> None:
+        self.count += 1
+        if self.count == 1:
+            self.stop.set()
+            self._on_first()
+        elif self.count == 2:
+            self._on_second()
+            self.task.cancel()
+        else:
+            os._exit(130)  # a third Ctrl-C: the user insists; the cassette is readable up to its last block
+
+
+async def record(
+    cfg: RecordConfig,
+    catalog: Catalog,
+    *,
+    resume: str | None = None,
+    reporter: Reporter | None = None,
+    handle_signals: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> RecordSummary:
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    out = Path(cfg.out)
+    tests = select_tests(catalog, cfg)
+    jobs = make_jobs(tests, cfg.models, cfg.epochs)
+    resumed_from: list[str] | None = None
+    run_id = resume or new_run_id()
+    skipped = 0
+    if resume is not None:
+        meta, files, by_job = read_run(out, resume)
+        _check_hashes(meta, tests)
+        remaining = missing_jobs(jobs, by_job, cfg.max_retries, cfg.retry_timeouts)
+        skipped = len(jobs) - len(remaining)
+        jobs = remaining
+        resumed_from = [p.name for p in files]
+    summary = RecordSummary(run_id, None, len(jobs), skipped_complete=skipped)
+    if not jobs:
+        return summary
+
+    target = cfg.proxy or cfg.upstream
+    assert target is not None
+    await preflight(target, cfg.api_key, cfg.models)
+
+    proxy = None
+    if cfg.proxy is None:
+        from proxy import start_proxy
+
+        proxy = await start_proxy(
+            upstream=cfg.upstream,
+            cassettes=out,
+            mode="record",
+            run=run_metadata(run_id, cfg, catalog, tests, resumed_from),
+            upstream_key=cfg.api_key,
+            idle_timeout=cfg.idle_timeout if cfg.stream else None,
+        )
+        summary.cassette = proxy.cassette_path
+        url = f"{proxy.url}/v1/chat/completions"
+        auth = None  # the in-process proxy adds the upstream key itself
+    else:
+        url = f"{api_base(cfg.proxy)}/v1/chat/completions"
+        auth = cfg.api_key
+
+    reporter = reporter or Quiet()
+    limiter = Limiter(cfg.concurrency, cfg.model_concurrency)
+    connector = aiohttp.TCPConnector(limit=0)
+    session = aiohttp.ClientSession(connector=connector, trust_env=False, timeout=aiohttp.ClientTimeout(total=None))
+    sender = Sender(session=session, url=url, run_id=run_id, cfg=cfg, auth=auth)
+    t0 = time.monotonic()
+    main = asyncio.current_task()
+    assert main is not None
+    in_flight = 0
+
+    def first() -> None:
+        say(f"\nbench record: stopping: letting {in_flight} in-flight job(s) finish; press Ctrl-C again to quit now")
+
+    def second() -> None:
+        if proxy is not None:
+            proxy.hurry()
+
+    interrupts = Interrupts(main, first, second)
+    if handle_signals:
+        interrupts.install()
+
+    async def one(job: Job) -> JobResult | None:
+        nonlocal in_flight
+        async with limiter.slot(job.model):
+            if interrupts.stop.is_set():
+                return None
+            in_flight += 1
+            try:
+                result = await run_job(sender, job)
+            finally:
+                in_flight -= 1
+        summary.done += 1
+        summary.requests += result.requests
+        summary.retries += result.retries
+        if not result.ok:
+            summary.errors += 1
+            summary.failures.append(f"{job.test.id} {job.model} epoch {job.epoch}: {result.error}")
+        reporter.advance(result.ok)
+        return result
+
+    reporter.start(len(jobs))
+    cancelled = False
+    try:
+        await asyncio.gather(*(one(j) for j in jobs))
+    except asyncio.CancelledError:
+        cancelled = True
+        main.uncancel()  # the second Ctrl-C is handled here: closing the cassette below must still run
+    finally:
+        reporter.stop()
+        interrupts.remove()
+        summary.interrupted = cancelled or interrupts.stop.is_set()
+        await session.close()
+        if proxy is not None:
+            await proxy.close(interrupted=summary.interrupted, grace=0.0 if cancelled else 10.0)
+        summary.elapsed = time.monotonic() - t0
+    return summary
+
+
+def _check_hashes(meta: dict[str, Any], tests: list[TestSpec]) -> None:
+    recorded = meta.get("tests") or {}
+    changed = [t.id for t in tests if t.id in recorded and recorded[t.id] != t.hash]
+    if changed:
+        raise BenchError(
+            f"the catalog changed since this run was recorded ({', '.join(changed[:5])}); "
+            "resuming would mix versions: start a new run"
+        )

@@ -1,0 +1,110 @@
+"""`bench record` (send the catalog through the recording proxy) and `bench doctor` (probe a gateway)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.errors import BenchError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "record",
+        help="record the test catalog for models through the proxy into a cassette",
+        description="Send catalog tests for each model and epoch through the recording proxy (docs/record.md).",
+    )
+    p.add_argument("--config", type=Path, help="bench.yaml with any of the keys in docs/record.md (flags win)")
+    p.add_argument("--upstream", help="OpenAI-compatible gateway base URL, e.g. http://127.0.0.1:8000")
+    p.add_argument("--model", dest="models", action="append", help="model to record (repeatable)")
+    p.add_argument("--suite", dest="suites", action="append", help="only this suite (repeatable)")
+    p.add_argument("--tests", help="only these test ids, comma-separated")
+    p.add_argument("--epochs", type=int, help="repeats of each test per model (default 1)")
+    p.add_argument("--concurrency", type=int, help="requests in flight at once (default 8)")
+    p.add_argument("--out", help="folder for cassettes (default ./cassettes)")
+    p.add_argument("--proxy", help="send through this running bench proxy instead of starting one")
+    p.add_argument("--catalog", type=Path, help="catalog folder (default: the built-in catalog)")
+    p.add_argument("--resume", metavar="RUN", help="record only what run RUN (in --out) is missing")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(handler=run_record)
+
+    d = subparsers.add_parser(
+        "doctor",
+        help="probe a gateway: models list, streaming, tool calls, usage, system_fingerprint",
+        description="Probe an OpenAI-compatible gateway for what `bench record` relies on; prints a checklist.",
+    )
+    d.add_argument("--upstream", required=True, help="gateway base URL")
+    d.add_argument("--model", help="model to try (default: the first listed)")
+    d.set_defaults(handler=run_doctor)
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise BenchError(f"--{name} must be at least 1 (got {value})")
+
+
+def run_record(args: argparse.Namespace) -> int:
+    from bench.testspec import load_catalog
+    from catalog.driver.config import RecordConfig, build_config, check_ready, load_config_file
+    from catalog.driver.progress import make_reporter
+    from catalog.driver.recorder import record
+    from catalog.driver.resume import read_run
+
+    _positive("epochs", args.epochs)
+    _positive("concurrency", args.concurrency)
+    flags: dict[str, Any] = {
+        "upstream": args.upstream,
+        "models": args.models,
+        "suites": args.suites,
+        "tests": [t.strip() for t in args.tests.split(",") if t.strip()] if args.tests else None,
+        "epochs": args.epochs,
+        "concurrency": args.concurrency,
+        "out": args.out,
+        "proxy": args.proxy,
+    }
+    values: dict[str, Any] = {}
+    if args.resume:
+        out = Path(args.out or RecordConfig().out)
+        meta, _files, _jobs = read_run(out, args.resume)
+        values.update({k: v for k, v in (meta.get("config") or {}).items() if k != "api_key_set"})
+    if args.config is not None:
+        values.update(load_config_file(args.config))
+    cfg = build_config(values, flags)
+    check_ready(cfg)
+    catalog = load_catalog(args.catalog)
+    reporter = make_reporter(args.quiet, cfg.progress_every)
+    summary = asyncio.run(record(cfg, catalog, resume=args.resume, reporter=reporter, handle_signals=True))
+
+    out_arg = f" --out {cfg.out}" if cfg.out != RecordConfig().out else ""
+    if summary.skipped_complete:
+        print(f"run {summary.run_id}: {summary.skipped_complete} job(s) already recorded, skipped")
+    if summary.jobs == 0:
+        print(f"run {summary.run_id}: nothing left to record")
+        return 0
+    print(
+        f"run {summary.run_id}: {summary.done}/{summary.jobs} jobs, {summary.requests} requests "
+        f"({summary.retries} retries, {summary.errors} failed jobs) in {summary.elapsed:.1f} s"
+    )
+    for line in summary.failures[:5]:
+        print(f"  failed: {line}")
+    if summary.cassette is not None:
+        print(f"cassette: {summary.cassette}")
+    if summary.interrupted:
+        print(f"interrupted: resume with `bench record --resume {summary.run_id}{out_arg}`", file=sys.stderr)
+        return 130
+    print(f"next: bench rescore {cfg.out} && bench report {cfg.out}")
+    return 0
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    import os
+
+    from catalog.driver.config import API_KEY_ENV
+    from catalog.driver.doctor import diagnose, render
+
+    checks = asyncio.run(diagnose(args.upstream, os.environ.get(API_KEY_ENV) or None, args.model))
+    print(render(checks))
+    return 0 if all(c.ok or not c.required for c in checks) else 1

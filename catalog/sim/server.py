@@ -1,0 +1,274 @@
+"""The simulator's aiohttp app and its in-process handle (`start_sim`)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from bench.errors import BenchError
+from bench.testspec import Catalog
+from catalog.sim.behaviours import BEHAVIOURS
+from catalog.sim.faults import Fault, FaultPlan, request_key, split_model
+from catalog.sim.index import CatalogIndex
+from catalog.sim.reply import SimRequest
+from catalog.sim.stream import (
+    Meta,
+    count_prompt_tokens,
+    encode_body,
+    encode_stream,
+    error_body,
+    limit_reply,
+)
+
+LISTEN_BACKLOG = 2048
+# A stall without a duration lasts until the client gives up.
+FOREVER = 3600.0
+
+
+@dataclass
+class SimStats:
+    """What the sim saw, for tests and benchmarks: concurrency per model, faults served, arrival times."""
+
+    requests: Counter[str] = field(default_factory=Counter)
+    in_flight: Counter[str] = field(default_factory=Counter)
+    max_in_flight: Counter[str] = field(default_factory=Counter)
+    max_in_flight_total: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    # (monotonic seconds, model, request key, fault kind or None) per chat request.
+    log: list[tuple[float, str, str, str | None]] = field(default_factory=list)
+
+    def enter(self, model: str) -> None:
+        self.requests[model] += 1
+        self.in_flight[model] += 1
+        self.max_in_flight[model] = max(self.max_in_flight[model], self.in_flight[model])
+        self.max_in_flight_total = max(self.max_in_flight_total, sum(self.in_flight.values()))
+
+    def leave(self, model: str) -> None:
+        self.in_flight[model] -= 1
+
+
+def _json_error(status: int, message: str, headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(
+        status=status, body=error_body(status, message), content_type="application/json", headers=headers
+    )
+
+
+class Simulator:
+    def __init__(
+        self, *, ttft_ms: float, tokens_per_second: float, catalog: Catalog | None, api_key: str | None = None
+    ) -> None:
+        self.ttft = max(0.0, ttft_ms) / 1000.0
+        self.tps = max(0.0, tokens_per_second)
+        self.index = CatalogIndex(catalog)
+        self.api_key = api_key
+        self.plan = FaultPlan()
+        self.stats = SimStats()
+        self._ids = itertools.count(1)
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 << 20)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_get("/health", self.health)
+        return app
+
+    def _authorised(self, request: web.Request) -> bool:
+        return self.api_key is None or request.headers.get("Authorization") == f"Bearer {self.api_key}"
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "tests": len(self.index)})
+
+    async def models(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            return _json_error(401, "Incorrect API key provided (bench sim)")
+        data = [{"id": name, "object": "model", "created": 0, "owned_by": "bench-sim"} for name in sorted(BEHAVIOURS)]
+        return web.Response(body=orjson.dumps({"object": "list", "data": data}), content_type="application/json")
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        if not self._authorised(request):
+            return _json_error(401, "Incorrect API key provided (bench sim)")
+        try:
+            body = orjson.loads(await request.read())
+        except orjson.JSONDecodeError:
+            return _json_error(400, "request body is not JSON")
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+            return _json_error(400, "request needs a JSON object with a 'model' string")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            return _json_error(400, "'messages' must be a list of message objects")
+        model = body["model"]
+        try:
+            base, faults = split_model(model)
+            fault = self.plan.choose(faults, request_key(model, body), request.headers.get("X-Sim-Fault"))
+        except BenchError as exc:
+            return _json_error(400, str(exc))
+        if base not in BEHAVIOURS:
+            msg = f"The model '{model}' does not exist (bench sim models: {', '.join(sorted(BEHAVIOURS))})"
+            return _json_error(404, msg)
+        self.stats.enter(model)
+        self.stats.log.append((time.monotonic(), model, request_key(model, body), fault.kind if fault else None))
+        if fault is not None:
+            self.stats.faults[fault.kind] += 1
+        try:
+            return await self._answer(request, body, model, base, messages, fault)
+        finally:
+            self.stats.leave(model)
+
+    async def _answer(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        model: str,
+        base: str,
+        messages: list[dict[str, Any]],
+        fault: Fault | None,
+    ) -> web.StreamResponse:
+        if fault is not None and fault.status is not None:
+            await asyncio.sleep(self.ttft)
+            headers = {"Retry-After": str(int(fault.param if fault.param is not None else 1))}
+            return _json_error(fault.status, f"simulated {fault.kind} (bench sim fault)", headers)
+        test, turn = self.index.find(messages)
+        tools = body.get("tools") or []
+        req = SimRequest(model=model, body=body, messages=messages, tools=tools, test=test, turn=turn)
+        reply = BEHAVIOURS[base](req)
+        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+        reply, completion_tokens = limit_reply(reply, max_tokens if isinstance(max_tokens, int) else None)
+        meta = Meta(id=f"chatcmpl-sim{next(self._ids):08d}", created=int(time.time()), model=model)
+        prompt_tokens = count_prompt_tokens(body)
+        if not body.get("stream"):
+            await asyncio.sleep(self.ttft + (completion_tokens / self.tps if self.tps else 0.0))
+            data = encode_body(reply, meta, prompt_tokens, completion_tokens)
+            if fault is not None and fault.kind == "empty":
+                doc = orjson.loads(data)
+                doc["choices"] = []
+                data = orjson.dumps(doc)
+            if fault is not None and fault.kind == "stall":
+                await asyncio.sleep(fault.param or FOREVER)
+            if fault is not None and fault.kind == "truncate":
+                return await self._cut_body(request, data)
+            return web.Response(body=data, content_type="application/json")
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        enc = encode_stream(reply, meta, prompt_tokens, completion_tokens, include_usage)
+        frames, tail = enc.frames, enc.tail
+        stall_at: int | None = None
+        if fault is not None:
+            if fault.kind == "truncate":
+                frames, tail = frames[: max(2, len(frames) // 2)], []
+            elif fault.kind == "empty":
+                frames = []
+            elif fault.kind == "stall":
+                stall_at = max(1, len(frames) // 2)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        try:
+            await self._send(resp, frames, tail, stall_at, fault)
+            await resp.write_eof()
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass  # the client went away: nothing left to say
+        return resp
+
+    async def _send(
+        self,
+        resp: web.StreamResponse,
+        frames: list[bytes],
+        tail: list[bytes],
+        stall_at: int | None,
+        fault: Fault | None,
+    ) -> None:
+        if not self.ttft and not self.tps and stall_at is None:
+            await resp.write(b"".join(frames + tail))
+            return
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        gap = 1.0 / self.tps if self.tps else 0.0
+        for i, frame in enumerate(frames):
+            if i == stall_at:
+                await asyncio.sleep(fault.param if fault is not None and fault.param else FOREVER)
+                start = loop.time() - self.ttft - i * gap
+            # Times are kept from the start so that sleep overshoot does not accumulate over a long answer.
+            delay = start + self.ttft + i * gap - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await resp.write(frame)
+        if tail:
+            await resp.write(b"".join(tail))
+
+    async def _cut_body(self, request: web.Request, data: bytes) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        resp.content_length = len(data)
+        await resp.prepare(request)
+        await resp.write(data[: len(data) // 2])
+        # The declared length is never reached: the client sees the connection end mid-body.
+        if request.transport is not None:
+            request.transport.close()
+        return resp
+
+
+class RunningSim:
+    def __init__(self, sim: Simulator, runner: web.AppRunner, url: str) -> None:
+        self.sim = sim
+        self.url = url
+        self.base_url = url + "/v1"
+        self._runner = runner
+
+    @property
+    def stats(self) -> SimStats:
+        return self.sim.stats
+
+    async def close(self) -> None:
+        await self._runner.cleanup()
+
+    async def __aenter__(self) -> RunningSim:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def default_catalog() -> Catalog | None:
+    """The built-in catalog if it loads; the sim still answers generically without one."""
+    try:
+        from bench.testspec import load_catalog  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return None
+    try:
+        catalog: Catalog = load_catalog(None)
+    except BenchError:
+        return None
+    return catalog
+
+
+async def start_sim(
+    *,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    ttft_ms: float = 0.0,
+    tokens_per_second: float = 0.0,
+    catalog: Catalog | None = None,
+    api_key: str | None = None,
+) -> RunningSim:
+    """Serve the simulator; `catalog=None` loads the built-in catalog (the oracle needs it to recognise tests)."""
+    sim = Simulator(
+        ttft_ms=ttft_ms,
+        tokens_per_second=tokens_per_second,
+        catalog=catalog if catalog is not None else default_catalog(),
+        api_key=api_key,
+    )
+    runner = web.AppRunner(sim.app(), access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise BenchError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
+    bound = runner.addresses[0]
+    return RunningSim(sim, runner, f"http://{host}:{bound[1]}")
