@@ -1,0 +1,56 @@
+"""`bench rescore`: score recorded cassettes offline with the catalog as it is now."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "rescore",
+        help="score recorded cassettes offline with the current catalog and evaluators",
+        description="Re-parse every recorded exchange and score it with the catalog as it is now; no network.",
+    )
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="cassette files or folders of them")
+    p.add_argument("--catalog", type=Path, help="catalog folder (default: the built-in catalog)")
+    p.add_argument("--suite", action="append", default=[], help="only this suite (repeatable)")
+    p.add_argument("--model", action="append", default=[], help="only this model (repeatable)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)")
+    p.add_argument("--out", type=Path, help="scores file (default: scores.jsonl in the first folder given)")
+    p.add_argument("--max-tokens", type=int, help="what-if: as if generation had stopped after N tokens")
+    p.add_argument("--deadline", type=float, metavar="SECONDS", help="what-if: as if the client gave up after S s")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from bench.errors import BenchError
+    from bench.testspec import load_catalog
+    from scorer.flips import find_flips
+    from scorer.pipeline import default_base, rescore
+    from scorer.scores_io import read_scores, write_scores
+    from scorer.summary import print_summary
+
+    if args.jobs < 1:
+        raise BenchError(f"--jobs {args.jobs}: give at least 1")
+    catalog = load_catalog(args.catalog)
+    out: Path = args.out or default_base(args.paths) / "scores.jsonl"
+    previous = read_scores(out) if out.exists() else None
+    meta, results = rescore(
+        list(args.paths),
+        catalog=catalog,
+        jobs=args.jobs,
+        max_tokens=args.max_tokens,
+        deadline_s=args.deadline,
+        suites=args.suite,
+        models=args.model,
+        base=out.parent,
+    )
+    write_scores(out, meta, results)
+    flips = find_flips(previous[0], previous[1], meta, results) if previous is not None else None
+    print_summary(Console(), meta, results, flips, str(out))
+    return 0

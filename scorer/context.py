@@ -1,0 +1,112 @@
+"""What an evaluator sees: the final assistant turns of one conversation, slimmed down from parsed exchanges.
+
+Turns keep only what scoring and the scores file need (no raw chunks, no parsed events), so a cassette's open
+conversations cost little memory while it streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from bench.testspec import TestSpec
+
+if TYPE_CHECKING:
+    from scorer.replay import ReplayedWorkspace
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call as the client assembled it."""
+
+    index: int
+    id: str | None
+    name: str
+    arguments: str
+    parsed: Any
+    valid_json: bool
+
+    @property
+    def args(self) -> dict[str, Any]:
+        """The decoded arguments when they are a JSON object, else empty (invalid JSON is typed separately)."""
+        return self.parsed if isinstance(self.parsed, dict) else {}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One exchange, reduced to what the client saw and its timing."""
+
+    id: str
+    turn: int
+    attempt: int
+    content: str = ""
+    reasoning: str = ""
+    calls: tuple[Call, ...] = ()
+    finish_reason: str | None = None
+    findings: tuple[str, ...] = ()
+    outcome: str = "complete"
+    status: int | None = 200
+    streamed: bool = True
+    model: str | None = None
+    system_fingerprint: str | None = None
+    usage: dict[str, Any] | None = None
+    timing: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EvalContext:
+    """One conversation's final attempts, the test, and the workspace rebuilt on first use."""
+
+    test: TestSpec
+    turns: list[Turn]
+    _workspace_factory: Callable[[], ReplayedWorkspace] | None = None
+    _workspace: ReplayedWorkspace | None = None
+
+    @property
+    def final(self) -> Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    @cached_property
+    def text(self) -> str:
+        """The final assistant text: the last turn that said something (a last turn of tool calls says nothing)."""
+        for turn in reversed(self.turns):
+            if turn.content.strip():
+                return turn.content
+        return ""
+
+    @cached_property
+    def tool_calls(self) -> list[list[Call]]:
+        return [list(t.calls) for t in self.turns]
+
+    @cached_property
+    def all_calls(self) -> list[Call]:
+        return [c for t in self.turns for c in t.calls]
+
+    @property
+    def timing(self) -> dict[str, Any]:
+        final = self.final
+        return final.timing if final is not None else {}
+
+    @property
+    def workspace(self) -> ReplayedWorkspace:
+        """The fixture's final state, rebuilt by re-applying every turn's tool calls (built once, on first use)."""
+        if self._workspace is None:
+            from scorer.replay import replay_workspace
+
+            factory = self._workspace_factory or (lambda: replay_workspace(self.test, self.turns))
+            self._workspace = factory()
+        return self._workspace
+
+    @property
+    def has_workspace(self) -> bool:
+        return self._workspace is not None
+
+    def close(self) -> None:
+        if self._workspace is not None:
+            self._workspace.close()
+            self._workspace = None
+
+    def iter_calls(self, name: str | None = None) -> Iterator[Call]:
+        return (c for c in self.all_calls if name is None or c.name == name)

@@ -1,0 +1,126 @@
+"""Text evaluators over the final assistant text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from scorer.evaluators._args import flag, string, strings
+from scorer.registry import REQUIRED, ArgError, EvalContext, Score, evaluator
+
+_FENCE = re.compile(r"^```[\w+-]*\s*\n?(.*?)\n?```$", re.DOTALL)
+_DECORATION = "\"'`“”‘’«»*"
+# Words that negate what follows within the same clause ("not Paris", "isn't Paris", "never X").
+_NEGATIONS = frozenset(
+    ("not", "no", "never", "neither", "nor", "without", "cannot", "hardly", "isn't", "aren't", "wasn't", "weren't")
+)
+_CLAUSE_BREAK = re.compile(r"[.;:!?,\n]|\bbut\b|\bhowever\b", re.IGNORECASE)
+
+
+def _fold(s: str, case_sensitive: bool) -> str:
+    return s if case_sensitive else s.casefold()
+
+
+def short(s: str, n: int = 60) -> str:
+    s = s.strip().replace("\n", " ")
+    return repr(s if len(s) <= n else s[: n - 1] + "…")
+
+
+def _unwrap(s: str) -> str:
+    s = s.strip()
+    while len(s) >= 2 and s[0] in _DECORATION and s[-1] in _DECORATION:
+        s = s[1:-1].strip()
+    return s
+
+
+def strip_token(text: str) -> str:
+    """The bare answer: no surrounding code fence, quotes, bold/italics or backticks, and at most one final period."""
+    s = text.strip()
+    m = _FENCE.match(s)
+    if m:
+        s = m.group(1)
+    s = _unwrap(s)
+    if s.endswith("."):
+        s = _unwrap(s[:-1])
+    return s
+
+
+@evaluator("equals", args={"value": REQUIRED, "case_sensitive": False})
+def equals(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
+    cs = flag(args, "case_sensitive")
+    want = string(args, "value")
+    ok = _fold(ctx.text.strip(), cs) == _fold(want.strip(), cs)
+    return Score.of(ok, "equal" if ok else f"{short(ctx.text)} != {short(want)}")
+
+
+@evaluator("exact_token", args={"value": REQUIRED})
+def exact_token(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
+    want = string(args, "value")
+    got = strip_token(ctx.text)
+    ok = got == want.strip()
+    return Score.of(ok, "exact" if ok else f"{short(got)} != {short(want)}")
+
+
+@evaluator("contains_all", args={"values": REQUIRED, "case_sensitive": False})
+def contains_all(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
+    cs = flag(args, "case_sensitive")
+    values = strings(args, "values")
+    if not values:
+        raise ArgError("values must not be empty")
+    text = _fold(ctx.text, cs)
+    missing = [v for v in values if _fold(v, cs) not in text]
+    score = (len(values) - len(missing)) / len(values)
+    return Score(score, "all present" if not missing else f"missing {', '.join(map(repr, missing))}")
+
+
+@evaluator("contains_any", args={"values": REQUIRED, "case_sensitive": False})
+def contains_any(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
+    cs = flag(args, "case_sensitive")
+    values = strings(args, "values")
+    text = _fold(ctx.text, cs)
+    found = [v for v in values if _fold(v, cs) in text]
+    return Score.of(bool(found), f"found {found[0]!r}" if found else "none of the values present")
+
+
+@evaluator("contains_none", args={"values": REQUIRED, "case_sensitive": False})
+def contains_none(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
+    cs = flag(args, "case_sensitive")
+    values = strings(args, "values")
+    text = _fold(ctx.text, cs)
+    found = [v for v in values if _fold(v, cs) in text]
+    return Score.of(not found, f"contains {', '.join(map(repr, found))}" if found else "none present")
+
+
+@evaluator("regex", args={"pattern": REQUIRED, "ignore_case": False})
+def regex(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
+    pattern = string(args, "pattern")
+    try:
+        compiled = re.compile(pattern, re.IGNORECASE if flag(args, "ignore_case") else 0)
+    except re.error as exc:
+        raise ArgError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
+    m = compiled.search(ctx.text)
+    return Score.of(m is not None, f"matched {short(m.group(0))}" if m else f"no match for /{pattern}/")
+
+
+def is_negated(prefix: str) -> bool:
+    """Whether the clause leading up to a mention negates it (looks back at most four words)."""
+    clause = _CLAUSE_BREAK.split(prefix)[-1]
+    words = re.findall(r"[\w']+", clause.casefold().replace("’", "'"))[-4:]
+    return any(w in _NEGATIONS or w.endswith("n't") for w in words)
+
+
+@evaluator("mentions", args={"value": REQUIRED})
+def mentions(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
+    value = string(args, "value").strip()
+    if not value:
+        raise ArgError("value must not be empty")
+    text = ctx.text
+    pattern = re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)", re.IGNORECASE)
+    hits = list(pattern.finditer(text))
+    if not hits:
+        return Score(0.0, f"{value!r} not mentioned")
+    for m in hits:
+        if not is_negated(text[: m.start()]):
+            return Score(1.0, f"{value!r} mentioned")
+    return Score(0.0, f"{value!r} only mentioned negated")

@@ -1,0 +1,315 @@
+"""`rescore`: every cassette under the given paths, grouped into results and scored with the catalog as it is now.
+
+Work is split into units (a cassette, or one shard of a large cassette when there are fewer cassettes than jobs);
+a unit streams its cassette with CassetteReader and keeps only the results whose key hashes to its shard, parsed
+at once and slimmed (scorer.context.Turn), so raw chunks never accumulate. Units run in a process pool forked after
+the catalog is loaded. Results are sorted before they are returned, so the output does not depend on `jobs`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import zlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench import __version__
+from bench.cassette import CassetteReader, find_cassettes
+from bench.errors import BenchError, CassetteError
+from bench.parse import PARSER_VERSION, parse_exchange
+from bench.testspec import Catalog, TestSpec
+from scorer import sandbox
+from scorer.context import Turn
+from scorer.registry import evaluator_versions
+from scorer.scoring import base_result, request_settings, score_conversation, slim, to_int
+
+# Bumped when grouping, failure typing or the weighting of checks changes what the same inputs score.
+SCORING_VERSION = 1
+SHARD_MIN_BYTES = 256 << 10
+
+Key = tuple[str, str, str, int]  # run, model, test, epoch
+
+
+def scorer_version() -> str:
+    """Derived from everything that decides a score: scoring logic, parser and every evaluator's version."""
+    versions = orjson.dumps(evaluator_versions(), option=orjson.OPT_SORT_KEYS)
+    return f"{SCORING_VERSION}.{PARSER_VERSION}.{hashlib.sha256(versions).hexdigest()[:8]}"
+
+
+@dataclass(frozen=True)
+class Options:
+    base: Path
+    suites: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    max_tokens: int | None = None
+    deadline_us: int | None = None
+
+
+@dataclass
+class Group:
+    turns: list[Turn] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    first: tuple[int, int] | None = None
+
+
+@dataclass
+class UnitOutput:
+    cassette: dict[str, Any] | None
+    results: list[dict[str, Any]]
+    warnings: list[str]
+    unknown: Counter[str]
+    stale: Counter[str]
+
+
+# Set in the parent before the pool forks, so that workers share the loaded catalog instead of pickling it.
+_catalog: Catalog | None = None
+_options: Options | None = None
+
+
+def rescore(
+    paths: list[Path],
+    *,
+    catalog: Catalog | None = None,
+    jobs: int = 1,
+    max_tokens: int | None = None,
+    deadline_s: float | None = None,
+    suites: Sequence[str] = (),
+    models: Sequence[str] = (),
+    base: Path | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Score every cassette under `paths`; returns the scores file's meta line and its sorted result lines."""
+    global _catalog, _options
+    if catalog is None:
+        from bench.testspec import load_catalog
+
+        catalog = load_catalog(None)
+    if max_tokens is not None and max_tokens < 1:
+        raise BenchError(f"--max-tokens {max_tokens}: give a positive number of tokens")
+    if deadline_s is not None and deadline_s <= 0:
+        raise BenchError(f"--deadline {deadline_s}: give a positive number of seconds")
+    files = find_cassettes(list(paths))
+    options = Options(
+        base=(base if base is not None else default_base(paths)).resolve(),
+        suites=tuple(suites),
+        models=tuple(models),
+        max_tokens=max_tokens,
+        deadline_us=None if deadline_s is None else int(deadline_s * 1e6),
+    )
+    units = plan_units(files, max(1, jobs))
+    _catalog, _options = catalog, options
+    try:
+        if jobs <= 1 or len(units) <= 1:
+            outputs = [score_unit(u) for u in units]
+        else:
+            ctx = multiprocessing.get_context("fork")
+            slots = ctx.BoundedSemaphore(max(1, os.cpu_count() or 1))
+            with ProcessPoolExecutor(
+                max_workers=min(jobs, len(units)), mp_context=ctx, initializer=sandbox.set_semaphore, initargs=(slots,)
+            ) as pool:
+                outputs = list(pool.map(score_unit, units))
+    finally:
+        _catalog, _options = None, None
+    return assemble(catalog, options, outputs, files)
+
+
+def default_base(paths: Sequence[Path]) -> Path:
+    """Where the scores file goes by default: the first folder given, or the folder of the first file."""
+    if not paths:
+        return Path.cwd()
+    first = Path(paths[0])
+    return first if first.is_dir() else first.parent
+
+
+def plan_units(files: list[Path], jobs: int) -> list[tuple[Path, int, int]]:
+    """(cassette, shard, shards): large cassettes are split when there are too few to keep every job busy."""
+    shards_each = 1
+    if jobs > 1 and len(files) < 2 * jobs:
+        shards_each = jobs
+    units: list[tuple[Path, int, int]] = []
+    for path in files:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        n = shards_each if size >= SHARD_MIN_BYTES else 1
+        units.extend((path, i, n) for i in range(n))
+    return units
+
+
+def _rel(path: Path, base: Path) -> str:
+    return os.path.relpath(path.resolve(), base)
+
+
+def _run_id(header: Mapping[str, Any]) -> str | None:
+    run = header.get("run") or {}
+    value = run.get("run") or run.get("id") or run.get("run_id")
+    return str(value) if value else None
+
+
+def _recorded_hashes(header: Mapping[str, Any]) -> dict[str, str] | None:
+    tests = (header.get("run") or {}).get("tests")
+    if isinstance(tests, Mapping):
+        return {str(k): str(v) for k, v in tests.items()}
+    return None
+
+
+def _body_model(record: Mapping[str, Any]) -> str:
+    body = (record.get("request") or {}).get("body") or b""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return ""
+    return str(doc.get("model") or "") if isinstance(doc, dict) else ""
+
+
+def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
+    path, shard, shards = unit
+    assert _catalog is not None and _options is not None
+    catalog, opts = _catalog, _options
+    rel = _rel(path, opts.base)
+    out = UnitOutput(None, [], [], Counter(), Counter())
+    try:
+        reader = CassetteReader(path)
+    except CassetteError as exc:
+        if shard == 0:
+            out.warnings.append(f"{exc} (skipped)")
+        return out
+    header = reader.header
+    header_run = _run_id(header)
+    hashes = _recorded_hashes(header)
+    groups: dict[Key, Group] = {}
+    untagged = exchanges = 0
+    try:
+        for record in reader:
+            exchanges += 1
+            tags = record.get("tags") or {}
+            test_id = tags.get("test")
+            if not test_id:
+                untagged += 1
+                continue
+            model = tags.get("model") or _body_model(record)
+            if opts.models and model not in opts.models:
+                continue
+            test = catalog.tests.get(test_id)
+            if opts.suites and (test is None or test.suite not in opts.suites):
+                continue
+            key: Key = (str(tags.get("run") or header_run or ""), str(model), str(test_id), to_int(tags.get("epoch")))
+            if shards > 1 and zlib.crc32(repr(key).encode()) % shards != shard:
+                continue
+            try:
+                parsed = parse_exchange(record, max_tokens=opts.max_tokens, deadline_us=opts.deadline_us)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                if shard == 0 or shards == 1:
+                    out.warnings.append(f"{path}: exchange {record.get('id')!r} is malformed ({exc}); skipped it")
+                continue
+            turn = slim(parsed)
+            group = groups.setdefault(key, Group())
+            group.turns.append(turn)
+            order = (turn.turn, turn.attempt)
+            if group.first is None or order < group.first:
+                group.first, group.settings = order, request_settings(parsed)
+    except CassetteError as exc:
+        reader.truncated, reader.error = True, str(exc)
+    if shard == 0:
+        if reader.truncated:
+            out.warnings.append(
+                f"{path}: truncated ({reader.error}); scored the {exchanges} exchange(s) before the cut"
+            )
+        if hashes is None:
+            out.warnings.append(f"{path}: no per-test hashes recorded (header run.tests); staleness not checked")
+        if untagged:
+            out.warnings.append(f"{path}: {untagged} exchange(s) without an X-Bench-Test tag were not scored")
+        out.cassette = {
+            "path": rel,
+            "run": header_run,
+            "created": header.get("created"),
+            "truncated": reader.truncated,
+            "settings": header.get("settings") or {},
+            "run_meta": header.get("run") or {},
+        }
+    for key, group in groups.items():
+        test = catalog.tests.get(key[2])
+        recorded = hashes.get(key[2]) if hashes is not None else None
+        result = build_result(key, group, test, recorded, rel)
+        if result["status"] == "unknown":
+            out.unknown[key[2]] += 1
+        elif result["status"] == "stale":
+            out.stale[key[2]] += 1
+        out.results.append(result)
+    return out
+
+
+def build_result(key: Key, group: Group, test: TestSpec | None, recorded: str | None, rel: str) -> dict[str, Any]:
+    run, model, test_id, epoch = key
+    result: dict[str, Any] = {
+        "kind": "result",
+        "run": run or None,
+        "cassette": rel,
+        "test": test_id,
+        "suite": test.suite if test else None,
+        "category": test.category if test else None,
+        "subcategory": test.subcategory if test else None,
+        "model": model or None,
+        "epoch": epoch,
+        "test_hash": recorded,
+        "catalog_test_hash": test.hash if test else None,
+        "settings": group.settings,
+        **base_result(group.turns),
+    }
+    blank: dict[str, Any] = {"score": None, "passed": None, "failure_type": None, "checks": []}
+    if test is None:
+        result.update(status="unknown", **blank)
+    elif recorded is not None and recorded != test.hash:
+        result.update(status="stale", **blank)
+    else:
+        result.update(score_conversation(test, group.turns))
+    return result
+
+
+def sort_key(result: Mapping[str, Any]) -> tuple[str, str, int, str, str]:
+    return (result["model"] or "", result["test"], result["epoch"], result["run"] or "", result["cassette"])
+
+
+def assemble(
+    catalog: Catalog, opts: Options, outputs: list[UnitOutput], files: list[Path]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    results = sorted((r for o in outputs for r in o.results), key=sort_key)
+    warnings = [w for o in outputs for w in o.warnings]
+    unknown: Counter[str] = Counter()
+    stale: Counter[str] = Counter()
+    for o in outputs:
+        unknown.update(o.unknown)
+        stale.update(o.stale)
+    for test_id, n in sorted(unknown.items()):
+        warnings.append(f"unknown test id {test_id!r} ({n} result(s)): not in the catalog, reported as unknown")
+    for test_id, n in sorted(stale.items()):
+        warnings.append(
+            f"test {test_id!r} changed since it was recorded ({n} result(s)): "
+            "reported as stale, not scored; re-record it"
+        )
+    meta = {
+        "kind": "meta",
+        "format": "bench-scores",
+        "version": 1,
+        "bench_version": __version__,
+        "scorer_version": scorer_version(),
+        "parser_version": PARSER_VERSION,
+        "scoring_version": SCORING_VERSION,
+        "catalog_hash": catalog.hash,
+        "evaluators": evaluator_versions(),
+        "budgets": {
+            "max_tokens": opts.max_tokens,
+            "deadline_s": None if opts.deadline_us is None else opts.deadline_us / 1e6,
+        },
+        "cassettes": [o.cassette for o in outputs if o.cassette is not None],
+        "warnings": warnings,
+    }
+    return meta, results

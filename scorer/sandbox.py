@@ -1,0 +1,257 @@
+"""Run untrusted programs from model answers with limits (docs/scorer.md, "Code execution", says exactly what is
+and is not isolated).
+
+Each run: a fresh temporary directory as cwd and HOME; a minimal environment; stdout/stderr written to files capped
+by RLIMIT_FSIZE; rlimits on CPU time, address space, processes, file size and open files set in the child before
+exec; its own session so a timeout kills the whole process group; no network when `unshare -rn` works here (a new
+user and network namespace with only a down loopback); and, when bench runs as root, the program runs as `nobody`
+so that the process limit applies (the kernel exempts root from RLIMIT_NPROC) and it cannot write the user's files.
+A semaphore caps how many programs run at once across all scorer processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import os
+import pwd
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+NOBODY = "nobody"
+MAX_OUTPUT = 1 << 20
+
+
+class _Semaphore(Protocol):
+    def acquire(self, blocking: bool = ..., timeout: float | None = ...) -> bool: ...
+    def release(self) -> None: ...
+
+
+_slots: _Semaphore = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+
+
+def set_semaphore(sem: _Semaphore) -> None:
+    """Share one semaphore across worker processes (the pipeline installs a multiprocessing one)."""
+    global _slots
+    _slots = sem
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 5.0
+    memory_bytes: int = 512 << 20
+    processes: int = 64
+    file_bytes: int = MAX_OUTPUT
+    open_files: int = 64
+
+
+@dataclass(frozen=True)
+class RunResult:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    output_limited: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def describe(self) -> str:
+        if self.timed_out:
+            return "killed: time limit"
+        if self.output_limited:
+            return "killed: output/file size limit"
+        if self.exit_code is not None and self.exit_code < 0:
+            return f"killed by signal {signal.Signals(-self.exit_code).name}"
+        tail = self.stderr.strip().splitlines()[-1:] if self.stderr.strip() else []
+        return f"exit {self.exit_code}" + (f": {tail[0][:200]}" if tail else "")
+
+
+def _nobody() -> tuple[int, int] | None:
+    if os.geteuid() != 0:
+        return None
+    try:
+        pw = pwd.getpwnam(NOBODY)
+    except KeyError:
+        return None
+    return pw.pw_uid, pw.pw_gid
+
+
+def _user_process_count(uid: int) -> int:
+    n = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid:
+                    n += 1
+    return n
+
+
+def _preexec(limits: Limits, user: tuple[int, int] | None, nproc: int) -> Callable[[], None]:
+    cpu = math.ceil(limits.timeout_s) + 1
+
+    def setup() -> None:
+        os.setsid()
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if user is not None:
+            os.setgroups([])
+            os.setgid(user[1])
+            os.setuid(user[0])
+
+    return setup
+
+
+def _nproc_limit(limits: Limits, user: tuple[int, int] | None) -> int:
+    # RLIMIT_NPROC counts every process of the real user, so a non-root user's limit sits above what it runs now.
+    if user is not None:
+        return limits.processes
+    return _user_process_count(os.getuid()) + limits.processes
+
+
+@functools.cache
+def network_isolation() -> bool:
+    """Whether `unshare -rn` works here for the sandbox user (probed once per process)."""
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        r = _spawn(["unshare", "-rn", "true"], Path(tempfile.gettempdir()), b"", Limits(timeout_s=5), net=False)
+    except OSError:
+        return False
+    return r.exit_code == 0
+
+
+def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net: bool) -> RunResult:
+    user = _nobody()
+    cmd = (["unshare", "-rn", *argv]) if net else list(argv)
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": str(cwd),
+        "TMPDIR": str(cwd),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+    }
+    out_path, err_path = cwd / ".stdout", cwd / ".stderr"
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
+            preexec_fn=_preexec(limits, user, _nproc_limit(limits, user)),
+            close_fds=True,
+        )
+        timed_out = False
+        try:
+            with contextlib.suppress(BrokenPipeError):
+                proc.communicate(stdin, timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            # The whole session: children of a fork bomb included.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    stdout = out_path.read_bytes()[:MAX_OUTPUT].decode("utf-8", "replace")
+    stderr = err_path.read_bytes()[:MAX_OUTPUT].decode("utf-8", "replace")
+    code = proc.returncode
+    return RunResult(
+        exit_code=code,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=timed_out or code == -signal.SIGXCPU,
+        output_limited=code == -signal.SIGXFSZ,
+    )
+
+
+class Sandbox:
+    """A temporary directory (owned by the sandbox user) in which programs run under limits."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
+        user = _nobody()
+        if user is not None:
+            os.chown(self.dir, *user)
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.dir / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def run(self, argv: Sequence[str], *, stdin: str = "", limits: Limits | None = None) -> RunResult:
+        limits = limits or Limits()
+        _slots.acquire()
+        try:
+            return _spawn(argv, self.dir, stdin.encode(), limits, net=network_isolation())
+        finally:
+            _slots.release()
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@functools.cache
+def python_interpreter() -> str | None:
+    """An interpreter the sandbox user can execute (a pyenv under /root is not readable by `nobody`)."""
+    candidates = [sys.executable, "/usr/local/bin/python3", "/usr/bin/python3"]
+    for candidate in dict.fromkeys(c for c in candidates if c and os.path.exists(c)):
+        with Sandbox() as box:
+            if box.run([candidate, "-c", "pass"], limits=Limits(timeout_s=10)).ok:
+                return candidate
+    return None
+
+
+@functools.cache
+def c_compiler() -> str | None:
+    return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+def run_python(code: str, stdin: str, timeout_s: float, **limits: Any) -> RunResult | None:
+    """None when no usable interpreter exists (the check is then skipped, never zero)."""
+    python = python_interpreter()
+    if python is None:
+        return None
+    with Sandbox() as box:
+        box.write("main.py", code)
+        return box.run([python, "-I", "main.py"], stdin=stdin, limits=Limits(timeout_s=timeout_s, **limits))
+
+
+def run_c(source: str, stdin: str, timeout_s: float, *, compiler: str | None = None) -> tuple[str, RunResult] | None:
+    """("compile"|"run", result), or None when there is no C compiler."""
+    cc = compiler if compiler is not None else c_compiler()
+    if cc is None or shutil.which(cc) is None:
+        return None
+    with Sandbox() as box:
+        box.write("main.c", source)
+        # The compiler needs more memory and processes (cc1, as, ld) than the program it builds.
+        build = box.run(
+            [cc, "-O1", "-std=c11", "-w", "-o", "main", "main.c", "-lm"],
+            limits=Limits(timeout_s=30, memory_bytes=2 << 30, file_bytes=64 << 20),
+        )
+        if not build.ok:
+            return "compile", build
+        return "run", box.run(["./main"], stdin=stdin, limits=Limits(timeout_s=timeout_s))

@@ -1,0 +1,139 @@
+"""One result: a conversation's exchanges (every turn, every attempt) scored against its catalog test.
+
+Shared by the pipeline (recorded cassettes) and scorer.reference (a test's synthetic reference exchange).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bench.parse import ParsedExchange
+from bench.testspec import TestSpec
+from scorer.context import Call, EvalContext, Turn
+from scorer.failures import classify, transport_failure
+from scorer.registry import Score, get_evaluator, run_check
+
+SETTINGS_KEYS = ("temperature", "seed", "max_tokens", "stream")
+
+
+def to_int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def slim(p: ParsedExchange) -> Turn:
+    """Keep what scoring and the scores file need; drop the events and raw bytes."""
+    calls = tuple(Call(c.index, c.id, c.name, c.arguments, c.parsed_arguments, c.valid_json) for c in p.tool_calls)
+    return Turn(
+        id=p.id,
+        turn=to_int(p.tags.get("turn")),
+        attempt=to_int(p.tags.get("attempt"), 1),
+        content=p.content,
+        reasoning=p.reasoning,
+        calls=calls,
+        finish_reason=p.finish_reason,
+        findings=tuple(p.findings),
+        outcome=p.outcome,
+        status=p.status,
+        streamed=p.streamed,
+        model=p.model,
+        system_fingerprint=p.system_fingerprint,
+        usage=p.usage,
+        timing=p.timing.as_dict(),
+    )
+
+
+def request_settings(p: ParsedExchange) -> dict[str, Any]:
+    body = p.request_json or {}
+    return {k: body.get(k) for k in SETTINGS_KEYS}
+
+
+def final_attempts(exchanges: Sequence[Turn]) -> list[Turn]:
+    """The last attempt of each turn, in turn order."""
+    last: dict[int, Turn] = {}
+    for t in exchanges:
+        if t.turn not in last or (t.attempt, t.id) >= (last[t.turn].attempt, last[t.turn].id):
+            last[t.turn] = t
+    return [last[k] for k in sorted(last)]
+
+
+def exchange_entry(t: Turn, final: bool) -> dict[str, Any]:
+    timing = t.timing
+    return {
+        "id": t.id,
+        "turn": t.turn,
+        "attempt": t.attempt,
+        "outcome": t.outcome,
+        "status": t.status,
+        "final": final,
+        "ttft_us": timing.get("ttft_us"),
+        "e2el_us": timing.get("e2el_us"),
+        "tpot_us": timing.get("tpot_us"),
+        "itl_us": timing.get("itl_us") or [],
+        "output_tokens": timing.get("output_tokens"),
+        "tokens_source": timing.get("tokens_source"),
+        "n_events": timing.get("n_events"),
+    }
+
+
+def check_entry(test: TestSpec, index: int, score: Score | None) -> dict[str, Any]:
+    check = test.checks[index]
+    ev = get_evaluator(test, index, check)
+    passed = None if score is None or score.status != "scored" else score.score >= 1.0
+    return {
+        "evaluator": check.evaluator,
+        "version": ev.version,
+        "args": dict(check.args),
+        "weight": check.weight,
+        "status": "skipped" if score is None else score.status,
+        "score": None if score is None or score.status != "scored" else round(score.score, 6),
+        "passed": passed,
+        "detail": "" if score is None else score.detail,
+    }
+
+
+def base_result(exchanges: Sequence[Turn]) -> dict[str, Any]:
+    ordered = sorted(exchanges, key=lambda t: (t.turn, t.attempt, t.id))
+    finals = {t.id for t in final_attempts(ordered)}
+    last = ordered[-1] if ordered else None
+    findings = sorted({f for t in ordered if t.id in finals for f in t.findings})
+    return {
+        "served_model": last.model if last else None,
+        "system_fingerprint": last.system_fingerprint if last else None,
+        "findings": findings,
+        "attempts": len(ordered),
+        "retries": len(ordered) - len(finals),
+        "exchanges": [exchange_entry(t, t.id in finals) for t in ordered],
+    }
+
+
+def score_conversation(test: TestSpec, exchanges: Sequence[Turn]) -> dict[str, Any]:
+    """status, score, passed, failure_type and checks of one result (the caller adds identity and exchanges)."""
+    turns = final_attempts(exchanges)
+    for turn in turns:
+        failure = transport_failure(turn)
+        if failure is not None:
+            return {
+                "status": "errored",
+                "score": None,
+                "passed": None,
+                "failure_type": failure,
+                "checks": [check_entry(test, i, None) for i in range(len(test.checks))],
+            }
+    ctx = EvalContext(test, turns)
+    try:
+        scores = [run_check(ctx, i, check) for i, check in enumerate(test.checks)]
+        checks = [check_entry(test, i, s) for i, s in enumerate(scores)]
+        counted = [(c, s) for c, s in zip(test.checks, scores, strict=True) if s.status == "scored"]
+        weight = sum(c.weight for c, _ in counted)
+        if not counted or weight <= 0:
+            return {"status": "skipped", "score": None, "passed": None, "failure_type": None, "checks": checks}
+        score = round(sum(c.weight * s.score for c, s in counted) / weight, 6)
+        passed = score >= test.pass_threshold
+        failure = None if passed else classify(ctx, list(zip(test.checks, scores, strict=True)))
+        return {"status": "scored", "score": score, "passed": passed, "failure_type": failure, "checks": checks}
+    finally:
+        ctx.close()

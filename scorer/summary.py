@@ -1,0 +1,84 @@
+"""The terminal summary of a rescore: pass rates per model, failure types, warnings and flips (rich tables)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from scorer.failures import FAILURE_TYPES, TRANSPORT
+from scorer.flips import Flip
+
+BUDGET_NOTE = (
+    "what-if budgets are approximations: --max-tokens cuts the recorded stream after N token events (one event is "
+    "about one token; a server that packs several tokens per event is cut late, and a non-streamed answer is cut "
+    "in proportion to its text); --deadline cuts at the time the proxy received each read, not when a client "
+    "would have, and a model given a smaller budget might have answered differently rather than just stopping."
+)
+
+
+def _fmt_score(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def print_summary(
+    console: Console,
+    meta: Mapping[str, Any],
+    results: Sequence[Mapping[str, Any]],
+    flips: Sequence[Flip] | None,
+    out: str,
+) -> None:
+    for warning in meta.get("warnings") or []:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    budgets = meta.get("budgets") or {}
+    if budgets.get("max_tokens") is not None or budgets.get("deadline_s") is not None:
+        console.print(f"[cyan]note:[/] {BUDGET_NOTE}", highlight=False, soft_wrap=True)
+    per_model: dict[str, Counter[str]] = defaultdict(Counter)
+    failures: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in results:
+        model = r.get("model") or "?"
+        c = per_model[model]
+        c[r["status"]] += 1
+        if r["status"] == "scored" and r.get("passed"):
+            c["passed"] += 1
+        if r.get("failure_type"):
+            failures[model][r["failure_type"]] += 1
+    table = Table(title=f"bench rescore · scorer {meta.get('scorer_version')} · {len(results)} results")
+    for col in ("model", "scored", "passed", "pass rate", "errored", "skipped", "stale", "unknown"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for model in sorted(per_model):
+        c = per_model[model]
+        rate = f"{c['passed'] / c['scored']:.1%}" if c["scored"] else "-"
+        table.add_row(
+            model,
+            str(c["scored"]),
+            str(c["passed"]),
+            rate,
+            *(str(c[k]) for k in ("errored", "skipped", "stale", "unknown")),
+        )
+    console.print(table)
+    if any(failures.values()):
+        ft = Table(title="failure types (transport failures are excluded from pass rates)")
+        ft.add_column("model")
+        kinds = [k for k in FAILURE_TYPES if any(failures[m][k] for m in failures)]
+        for k in kinds:
+            ft.add_column(k + (" *" if k in TRANSPORT else ""), justify="right")
+        for model in sorted(failures):
+            ft.add_row(model, *(str(failures[model][k] or "") for k in kinds))
+        console.print(ft)
+    if flips is not None:
+        if not flips:
+            console.print("no flips since the earlier scores file")
+        else:
+            fl = Table(title=f"{len(flips)} flip(s) since the earlier scores file")
+            for col in ("test", "model", "epoch", "old", "new", "cause"):
+                fl.add_column(col)
+            for f in flips:
+                old = f"{f.old_status} {_fmt_score(f.old_score)}"
+                new = f"{f.new_status} {_fmt_score(f.new_score)}"
+                fl.add_row(f.test, f.model, str(f.epoch), old, new, f.cause)
+            console.print(fl)
+    console.print(f"scores written to {out}", highlight=False)
