@@ -1,0 +1,409 @@
+"""`bench cassette ls|show|export`: read cassettes without the proxy (this module never imports aiohttp).
+
+Cassettes are compressed, so they cannot be reviewed in git or grepped; these commands are how a person looks
+inside: a line per file, one exchange in words, or every exchange as JSON lines or HAR 1.2 for browser tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import parse_qsl
+
+import orjson
+
+from bench import __version__
+from bench.cassette.reader import CassetteReader, find_cassettes
+from bench.errors import BenchError, CassetteError
+
+Record = dict[str, Any]
+PREVIEW_CHARS = 600
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    p = subparsers.add_parser("cassette", help="list, show and export recorded cassettes")
+    sub = p.add_subparsers(dest="cassette_command", metavar="ACTION", required=True)
+
+    ls = sub.add_parser("ls", help="one line per cassette: exchanges, models, time span, size, compression ratio")
+    ls.add_argument(
+        "paths", nargs="*", type=Path, default=[Path("cassettes")], metavar="DIR", help="default: cassettes"
+    )
+    ls.set_defaults(handler=cmd_ls)
+
+    show = sub.add_parser("show", help="one exchange, readable: request, timing, assembled text and tool calls")
+    show.add_argument("file", type=Path, metavar="FILE")
+    show.add_argument("--id", help="exchange id, e.g. x3 (default: the first)")
+    show.set_defaults(handler=cmd_show)
+
+    export = sub.add_parser("export", help="every exchange as JSON lines or as a HAR 1.2 file")
+    export.add_argument("file", type=Path, metavar="FILE")
+    export.add_argument("--format", choices=("jsonl", "har"), default="jsonl")
+    export.add_argument("-o", "--output", type=Path, help="write here instead of standard output")
+    export.set_defaults(handler=cmd_export)
+
+
+# -- helpers --------------------------------------------------------------------------------------------------------
+
+
+def _open(path: Path) -> CassetteReader:
+    if path.is_dir():
+        raise BenchError(f"{path} is a folder; pass one .cassette file (bench cassette ls {path} lists them)")
+    return CassetteReader(path)
+
+
+def _warn_if_cut(reader: CassetteReader) -> None:
+    if reader.truncated:
+        print(f"bench: warning: {reader.path}: {reader.error}; showing what was read", file=sys.stderr)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _iso(us: int) -> str:
+    return dt.datetime.fromtimestamp(us / 1e6, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(us: float) -> str:
+    s = us / 1e6
+    if s < 1:
+        return f"{us / 1000:.0f} ms"
+    if s < 120:
+        return f"{s:.1f} s"
+    return f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def traffic_bytes(record: Record) -> int:
+    """Body bytes that crossed the proxy for this exchange (request body and response reads)."""
+    response = record.get("response") or {}
+    raw = response.get("raw_bytes")
+    if not isinstance(raw, int):
+        raw = sum(len(c) for c in response.get("chunks") or [])
+    return raw + len((record.get("request") or {}).get("body") or b"")
+
+
+# -- ls -------------------------------------------------------------------------------------------------------------
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    files = find_cassettes(args.paths)
+    if not files:
+        where = ", ".join(str(p) for p in args.paths)
+        print(f"no cassettes in {where}", file=sys.stderr)
+        return 0
+    failed = 0
+    for path in files:
+        try:
+            print(_ls_line(path))
+        except CassetteError as exc:
+            print(f"bench: error: {exc}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def _ls_line(path: Path) -> str:
+    reader = CassetteReader(path)
+    n = 0
+    raw = 0
+    models: Counter[str] = Counter()
+    first: int | None = None
+    last: int | None = None
+    for record in reader:
+        n += 1
+        raw += traffic_bytes(record)
+        upstream = record.get("upstream") or {}
+        model = upstream.get("model") or _request_model(record)
+        if model:
+            models[str(model)] += 1
+        started = record.get("started")
+        if isinstance(started, int):
+            end = started + int((record.get("timing") or {}).get("end") or 0)
+            first = started if first is None else min(first, started)
+            last = end if last is None else max(last, end)
+    disk = path.stat().st_size
+    names = [m for m, _ in models.most_common(3)]
+    model_text = ", ".join(names) + (f" +{len(models) - 3}" if len(models) > 3 else "") if names else "-"
+    span = f"{_iso(first)} +{_duration((last or first) - first)}" if first is not None else "-"
+    ratio = f"{raw / disk:.1f}x" if disk else "-"
+    state = "" if not reader.truncated else f"  [{reader.error}]"
+    mode = (reader.header.get("settings") or {}).get("mode", "?")
+    return (
+        f"{path}  {n} exchange(s)  {mode}  models: {model_text}  {span}  {_size(disk)} on disk, "
+        f"{_size(raw)} raw ({ratio}){state}"
+    )
+
+
+def _request_model(record: Record) -> str | None:
+    try:
+        body = orjson.loads((record.get("request") or {}).get("body") or b"")
+    except orjson.JSONDecodeError:
+        return None
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) else None
+
+
+# -- show -----------------------------------------------------------------------------------------------------------
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    reader = _open(args.file)
+    ids: list[str] = []
+    chosen: Record | None = None
+    for record in reader:
+        ids.append(str(record.get("id")))
+        if chosen is None and (args.id is None or record.get("id") == args.id):
+            chosen = record
+    _warn_if_cut(reader)
+    if chosen is None:
+        if not ids:
+            raise BenchError(f"{args.file}: holds no exchanges")
+        near = ", ".join(ids[:10]) + (" …" if len(ids) > 10 else "")
+        raise BenchError(f"{args.file}: no exchange with id {args.id!r}; ids are {near}")
+    sys.stdout.write(render_exchange(chosen, reader.path.name, len(ids)))
+    return 0
+
+
+def _clip(text: str, limit: int = PREVIEW_CHARS) -> str:
+    text = text.replace("\r", "")
+    return text if len(text) <= limit else text[:limit] + f" … (+{len(text) - limit} chars)"
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines() or [""])
+
+
+def render_exchange(record: Record, cassette: str, total: int) -> str:
+    from bench.parse import parse_exchange  # the lead's parser; only `show` needs it
+
+    req = record.get("request") or {}
+    resp = record.get("response") or {}
+    timing = record.get("timing") or {}
+    upstream = record.get("upstream") or {}
+    parsed = parse_exchange(record)
+    lines: list[str] = []
+    add = lines.append
+    query = f"?{req['query']}" if req.get("query") else ""
+    add(
+        f"{record.get('id')}  {req.get('method')} {req.get('path')}{query}  -> {resp.get('status')}  "
+        f"{record.get('outcome')}  ({cassette}, {total} exchange(s))"
+    )
+    started = record.get("started")
+    head = [f"mode {record.get('mode')}"]
+    if isinstance(started, int):
+        head.insert(0, f"started {_iso(started)} UTC")
+    if record.get("replay_of"):
+        head.append(f"replay of {record['replay_of'].get('id')} in {record['replay_of'].get('cassette')}")
+    add("  " + ", ".join(head))
+    if record.get("tags"):
+        add("  tags: " + " ".join(f"{k}={v}" for k, v in sorted(record["tags"].items())))
+    if record.get("error"):
+        add(f"  error: {record['error']}")
+
+    add("request:")
+    body = parsed.request_json
+    if body is not None:
+        facts = [f"model {body.get('model')}"]
+        if body.get("stream"):
+            facts.append("stream")
+        tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+        if tools:
+            facts.append("tools: " + ", ".join(str(t) for t in tools))
+        for key in ("temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "tool_choice"):
+            if key in body:
+                facts.append(f"{key} {body[key]}")
+        add("  " + ", ".join(facts))
+        for message in body.get("messages") or []:
+            if isinstance(message, dict):
+                add(f"  [{message.get('role')}] " + _clip(_message_text(message), 300).replace("\n", "\n    "))
+        if "input" in body:
+            add("  input: " + _clip(str(body["input"]), 300))
+    elif req.get("body"):
+        add("  " + _clip(bytes(req["body"]).decode("utf-8", "replace")))
+
+    add("upstream:")
+    ident = [f"{k} {upstream[k]}" for k in ("model", "system_fingerprint", "server") if upstream.get(k)]
+    add("  " + (", ".join(ident) or "-") + (f"  ({upstream['url']})" if upstream.get("url") else ""))
+    for name, value in sorted((upstream.get("headers") or {}).items()):
+        add(f"  {name}: {value}")
+
+    def ms(key: str) -> str:
+        v = timing.get(key)
+        return "-" if v is None else f"{v / 1000:.1f} ms"
+
+    add(
+        f"timing: sent {ms('sent_upstream')}, headers {ms('headers')}, first byte {ms('first_byte')}, "
+        f"first token {ms('first_token')}, end {ms('end')}, proxy {ms('proxy_us')}"
+    )
+    chunks = resp.get("chunks") or []
+    kind = "streamed" if resp.get("streamed") else "body"
+    add(f"response: {kind}, {len(chunks)} read(s), {resp.get('raw_bytes', sum(map(len, chunks)))} bytes")
+    if parsed.reasoning:
+        add("reasoning:")
+        add(_indent(_clip(parsed.reasoning)))
+    if parsed.content:
+        add("content:")
+        add(_indent(parsed.content))
+    if parsed.tool_calls:
+        add("tool calls:")
+        for call in parsed.tool_calls:
+            add(f"  [{call.index}] {call.name}  id {call.id}")
+            args = call.parsed_arguments
+            pretty = orjson.dumps(args).decode() if args is not None else call.arguments
+            add(_indent(_clip(pretty)))
+    if not parsed.content and not parsed.tool_calls and not parsed.reasoning and chunks:
+        add("body:")
+        add(_indent(_clip(b"".join(chunks).decode("utf-8", "replace"))))
+    tail = [f"finish_reason {parsed.finish_reason}"] if parsed.finish_reason else []
+    if parsed.usage:
+        tail.append("usage " + " ".join(f"{k}={v}" for k, v in parsed.usage.items() if not isinstance(v, dict)))
+    if tail:
+        add(", ".join(tail))
+    if parsed.findings:
+        add("findings: " + ", ".join(parsed.findings))
+    if record.get("redacted"):
+        add("redacted: " + ", ".join(record["redacted"]))
+    return "\n".join(lines) + "\n"
+
+
+def _message_text(message: Record) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        parts = [str(p.get("text", f"<{p.get('type')}>")) for p in content if isinstance(p, dict)]
+        text = " ".join(parts)
+    else:
+        text = "" if content is None else str(content)
+    calls = message.get("tool_calls") or []
+    for call in calls:
+        fn = call.get("function", {}) if isinstance(call, dict) else {}
+        text += f" <call {fn.get('name')}({fn.get('arguments')})>"
+    return text.strip()
+
+
+# -- export ---------------------------------------------------------------------------------------------------------
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    reader = _open(args.file)
+    if args.output is None:
+        _export(reader, args.format, sys.stdout)
+    else:
+        with open(args.output, "w", encoding="utf-8") as out:
+            _export(reader, args.format, out)
+    _warn_if_cut(reader)
+    return 0
+
+
+def _export(reader: CassetteReader, fmt: str, out: TextIO) -> None:
+    if fmt == "jsonl":
+        for record in reader:
+            out.write(orjson.dumps(jsonable(record), option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        return
+    entries = [har_entry(record) for record in reader]
+    har = {"log": {"version": "1.2", "creator": {"name": "bench", "version": __version__}, "entries": entries}}
+    out.write(orjson.dumps(har, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def jsonable(value: Any) -> Any:
+    """The record as JSON: bytes become text when they are UTF-8, else {"base64": ...}."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(value).decode()}
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def _har_headers(headers: list[list[str]]) -> list[dict[str, str]]:
+    return [{"name": str(h[0]), "value": str(h[1])} for h in headers if len(h) == 2]
+
+
+def _header(headers: list[list[str]], name: str) -> str:
+    return next((str(h[1]) for h in headers if str(h[0]).lower() == name), "")
+
+
+def _har_text(data: bytes, mime: str) -> dict[str, Any]:
+    content: dict[str, Any] = {"size": len(data), "mimeType": mime or "application/octet-stream"}
+    try:
+        content["text"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        content["text"] = base64.b64encode(data).decode()
+        content["encoding"] = "base64"
+    return content
+
+
+def har_entry(record: Record) -> dict[str, Any]:
+    req = record.get("request") or {}
+    resp = record.get("response") or {}
+    timing = record.get("timing") or {}
+    base = (record.get("upstream") or {}).get("url") or "http://bench-replay"
+    query = req.get("query") or ""
+    url = f"{base.rstrip('/')}{req.get('path', '/')}" + (f"?{query}" if query else "")
+    req_headers = req.get("headers") or []
+    resp_headers = resp.get("headers") or []
+    body = bytes(req.get("body") or b"")
+    data = b"".join(resp.get("chunks") or [])
+
+    def span(a: str | None, b: str) -> float:
+        start = 0 if a is None else timing.get(a)
+        end = timing.get(b)
+        return -1 if start is None or end is None else max(0.0, (end - start) / 1000)
+
+    started = record.get("started") or 0
+    entry: dict[str, Any] = {
+        "startedDateTime": dt.datetime.fromtimestamp(started / 1e6, dt.UTC).isoformat().replace("+00:00", "Z"),
+        "time": (timing.get("end") or 0) / 1000,
+        "request": {
+            "method": req.get("method", "GET"),
+            "url": url,
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": _har_headers(req_headers),
+            "queryString": [{"name": k, "value": v} for k, v in parse_qsl(query, keep_blank_values=True)],
+            "headersSize": -1,
+            "bodySize": len(body),
+        },
+        "response": {
+            "status": resp.get("status") or 0,
+            "statusText": "",
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": _har_headers(resp_headers),
+            "content": _har_text(data, _header(resp_headers, "content-type")),
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": len(data),
+        },
+        "cache": {},
+        "timings": {
+            "send": span(None, "sent_upstream"),
+            "wait": span("sent_upstream", "first_byte"),
+            "receive": span("first_byte", "end"),
+        },
+        "_bench": {
+            "id": record.get("id"),
+            "outcome": record.get("outcome"),
+            "error": record.get("error"),
+            "tags": record.get("tags") or {},
+            "fp": req.get("fp"),
+            "chunk_us": resp.get("chunk_us") or [],
+            "timing": timing,
+            "upstream": jsonable(record.get("upstream") or {}),
+        },
+    }
+    if body:
+        text = _har_text(body, _header(req_headers, "content-type"))
+        entry["request"]["postData"] = {"mimeType": text["mimeType"], "text": text["text"]}
+    return entry

@@ -1,0 +1,160 @@
+"""`bench cassette ls|show|export` on cassettes written by the real writer (no proxy, no aiohttp)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.cassette import CassetteWriter
+from bench.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def sse(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+    obj = {
+        "model": "served-m",
+        "system_fingerprint": "fp_1",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    obj.update(extra)
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def stream_record(i: int) -> dict[str, Any]:
+    chunks = [
+        sse({"role": "assistant", "content": ""}),
+        sse({"content": "Hello"}),
+        sse({"content": " world"}),
+        sse({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "get_weather", "arguments": '{"ci'}}]}),
+        sse({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Oslo"}'}}]}),
+        sse({}, "tool_calls"),
+        b'data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9}}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Weather in Oslo?"}]}
+    return {
+        "id": f"x{i}",
+        "started": 1_700_000_000_000_000 + i * 1000,
+        "mode": "record",
+        "request": {
+            "method": "POST",
+            "path": "/v1/chat/completions",
+            "query": "",
+            "headers": [["Content-Type", "application/json"], ["Authorization", "Bearer sk-abcdefghijkl"]],
+            "body": json.dumps(body).encode(),
+            "fp": "fp1:00",
+        },
+        "response": {
+            "status": 200,
+            "headers": [["Content-Type", "text/event-stream"]],
+            "chunks": chunks,
+            "chunk_us": [1000] * len(chunks),
+            "streamed": True,
+            "raw_bytes": sum(map(len, chunks)),
+        },
+        "timing": {
+            "sent_upstream": 10,
+            "headers": 500,
+            "first_byte": 1000,
+            "first_token": 2000,
+            "end": 9000,
+            "proxy_us": 80,
+        },
+        "upstream": {
+            "url": "http://up:1",
+            "system_fingerprint": "fp_1",
+            "model": "served-m",
+            "server": "s",
+            "headers": {},
+        },
+        "outcome": "complete",
+        "error": None,
+        "tags": {"run": "r1", "test": "weather"},
+        "replay_of": None,
+    }
+
+
+@pytest.fixture
+def cassette(tmp_path: Path) -> Path:
+    path = tmp_path / "c" / "a.cassette"
+    with CassetteWriter(path, settings={"mode": "record"}) as writer:
+        for i in (1, 2):
+            writer.put(stream_record(i))
+        writer.put({**stream_record(3), "response": {**stream_record(3)["response"], "chunks": [b"\xff\x00"]}})
+    return path
+
+
+def test_ls_prints_a_line_per_cassette(cassette: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cassette", "ls", str(cassette.parent)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1
+    assert "3 exchange(s)" in out[0] and "served-m" in out[0] and "on disk" in out[0] and "x)" in out[0]
+
+
+def test_show_assembles_text_and_tool_calls(cassette: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cassette", "show", str(cassette), "--id", "x2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("x2  POST /v1/chat/completions  -> 200  complete")
+    assert "Hello world" in out and "get_weather" in out and '{"city":"Oslo"}' in out
+    assert "[user] Weather in Oslo?" in out and "tags: run=r1 test=weather" in out
+    assert "finish_reason tool_calls" in out and "total_tokens=9" in out
+    assert "sk-abcdefghijkl" not in out
+
+
+def test_show_unknown_id_is_a_one_line_error(cassette: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cassette", "show", str(cassette), "--id", "x9"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "x1, x2, x3" in err[0]
+
+
+def test_export_jsonl_keeps_every_byte(cassette: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cassette", "export", str(cassette)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["id"] for r in lines] == ["x1", "x2", "x3"]
+    assert "".join(lines[0]["response"]["chunks"]).encode() == b"".join(stream_record(1)["response"]["chunks"])
+    assert lines[2]["response"]["chunks"] == [{"base64": "/wA="}]
+
+
+def test_export_har(cassette: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.har"
+    assert main(["cassette", "export", str(cassette), "--format", "har", "-o", str(out)]) == 0
+    har = json.loads(out.read_text())
+    assert har["log"]["version"] == "1.2" and len(har["log"]["entries"]) == 3
+    entry = har["log"]["entries"][0]
+    assert entry["request"]["url"] == "http://up:1/v1/chat/completions" and entry["response"]["status"] == 200
+    assert entry["response"]["content"]["mimeType"] == "text/event-stream"
+    assert "Hello" in entry["response"]["content"]["text"] and entry["_bench"]["tags"]["run"] == "r1"
+    assert har["log"]["entries"][2]["response"]["content"]["encoding"] == "base64"
+
+
+@pytest.mark.parametrize("content", [b"", b"not a cassette at all", b"\x28\xb5\x2f\xfd garbage after magic"])
+def test_foreign_or_corrupt_files_get_one_line_and_nonzero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes
+) -> None:
+    bad = tmp_path / "bad.cassette"
+    bad.write_bytes(content)
+    for argv in (["show", str(bad)], ["export", str(bad)], ["ls", str(tmp_path)]):
+        assert main(["cassette", *argv]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("bench: error: ") and "bad.cassette" in err[0]
+
+
+def test_a_cut_file_shows_what_it_holds_and_warns(cassette: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cut = cassette.with_name("cut.cassette")
+    data = cassette.read_bytes()
+    cut.write_bytes(data[: len(data) - 40])
+    assert main(["cassette", "export", str(cut)]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) >= 1 and "warning" in captured.err
+
+
+def test_the_command_never_imports_aiohttp() -> None:
+    code = "import sys, bench.cassette.command, bench.parse; sys.exit('aiohttp' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr or "bench.cassette.command imported aiohttp"
