@@ -19,17 +19,12 @@ import yaml
 
 from bench.checks import EVALUATOR_ARGS, TOOL_NAME_ARGS
 from bench.errors import BenchError
+from bench.locate import catalog_dir
 from bench.testspec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
 
 # Multi-turn tasks need room to read, edit and run tests; a test can lower or raise these.
 WORKSPACE_LIMITS = Limits(max_turns=12, max_calls=20)
 _MERGED_DEFAULTS = ("params", "limits")
-
-
-def catalog_dir() -> Path:
-    import catalog  # light: locates the built-in data only
-
-    return Path(catalog.__file__).resolve().parent
 
 
 @cache

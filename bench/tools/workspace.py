@@ -14,6 +14,7 @@ import jsonschema
 import orjson
 
 from bench.errors import BenchError
+from bench.locate import catalog_dir
 from bench.tools import command as _command
 from bench.tools import files as _files
 from bench.tools.paths import ToolError
@@ -43,10 +44,8 @@ class ToolResult:
 
 def fixture_dir(fixture: str) -> Path:
     """The fixture directory: an absolute path as given, else catalog/fixtures/<name>."""
-    import catalog  # light import: locates the built-in data, never pulls in the driver
-
     candidate = Path(fixture)
-    path = candidate if candidate.is_absolute() else Path(catalog.__file__).resolve().parent / "fixtures" / fixture
+    path = candidate if candidate.is_absolute() else catalog_dir() / "fixtures" / fixture
     if not path.is_dir():
         raise BenchError(f"unknown fixture {fixture!r}: no directory {path}; add it under catalog/fixtures/")
     return path
