@@ -7,13 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from bench.errors import BenchError
 
 SCORES_NAME = "scores.jsonl"
-FORMAT = "bench-scores"
-VERSION = 1
 
 
 @dataclass
@@ -63,33 +59,7 @@ def _from_file(path: Path) -> Scores:
 
 
 def read_scores_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Parse a scores file (docs/scores-format.md), refusing foreign files and newer versions with a clear message."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise BenchError(f"{path}: cannot read ({exc.strerror}); check the path and its permissions") from exc
-    lines = raw.splitlines()
-    try:
-        meta = orjson.loads(lines[0]) if lines else None
-    except orjson.JSONDecodeError:
-        meta = None
-    if not isinstance(meta, dict) or meta.get("kind") != "meta" or meta.get("format") != FORMAT:
-        raise BenchError(
-            f"{path}: not a bench scores file (line 1 is not its meta line); run bench rescore to write one"
-        )
-    version = meta.get("version")
-    if not isinstance(version, int) or version > VERSION:
-        raise BenchError(
-            f"{path}: scores format version {version} is newer than this bench reads ({VERSION}); upgrade bench"
-        )
-    results: list[dict[str, Any]] = []
-    for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise BenchError(f"{path}:{number}: not valid JSON ({exc}); rewrite the file with bench rescore") from exc
-        if isinstance(record, dict) and record.get("kind") == "result":
-            results.append(record)
-    return meta, results
+    """Parse a scores file (docs/scores-format.md); the scorer's reader refuses foreign files and newer versions."""
+    from scorer.scores_io import read_scores
+
+    return read_scores(path)

@@ -168,16 +168,13 @@ def synthetic(n_results: int, *, seed: int = 1, models: int = 4, epochs: int = 5
     """A realistic spread: models of different skill and speed, flaky tests, retries, errors, 50-300 ITL gaps."""
     rng = random.Random(seed)
     names = [f"model-{chr(ord('a') + i)}" for i in range(models)]
-    tests_needed = max(1, n_results // (models * epochs))
+    tests_needed = max(1, -(-n_results // (models * epochs)))
     suite_names = sorted(SUITES)
-    tests = [
-        (
-            f"{suite_names[i % len(suite_names)]}.t{i:05d}",
-            SUITES[suite_names[i % len(suite_names)]][i % 2 % len(SUITES[suite_names[i % len(suite_names)]])],
-            rng.random(),
-        )
-        for i in range(tests_needed)
-    ]
+    tests = []
+    for i in range(tests_needed):
+        suite = suite_names[i % len(suite_names)]
+        categories = SUITES[suite]
+        tests.append((f"{suite}.t{i:05d}", categories[(i // len(suite_names)) % len(categories)], rng.random()))
     out: list[dict[str, Any]] = []
     for m, model in enumerate(names):
         skill, itl_base = 0.55 + 0.1 * m, 4_000 + 3_000 * m

@@ -1,0 +1,98 @@
+"""bench report in every format, on a scores file, a folder, and a folder of cassettes rescored in memory."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.cassette import CassetteWriter
+from bench.cli import main
+from tests.scorer.report.factory import meta, synthetic, write_scores
+
+
+@pytest.fixture
+def scores(tmp_path: Path) -> Path:
+    return write_scores(tmp_path / "scores.jsonl", meta(), synthetic(400, models=3, epochs=4))
+
+
+def test_json_carries_every_number(scores: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(scores), "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["format"] == "bench-report" and body["models"] == ["model-a", "model-b", "model-c"]
+    overall = [r for r in body["rates"] if r["scope"] == "overall"]
+    assert sum(r["counts"]["total"] for r in overall) == 400
+    for row in overall:
+        c = row["counts"]
+        assert row["pass_rate"] == pytest.approx(c["passed"] / c["scored"])
+        assert row["low"] <= row["pass_rate"] <= row["high"]
+    timing = body["timing"]["model-a"]
+    assert timing["itl_ms"]["count"] >= 50 * timing["streamed"]
+    assert timing["ttft_ms"]["p50"] <= timing["ttft_ms"]["p90"] <= timing["ttft_ms"]["p99"]
+    assert body["timing"]["model-c"]["tokens_counted"] > 0  # the factory marks the last model's tokens as counted
+    assert {e["k"] for e in body["epochs"]} == {1, 2, 4}
+    assert body["run"]["catalog_hash"] == meta()["catalog_hash"]
+
+
+def test_table_markdown_and_html(scores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(scores)]) == 0
+    table = capsys.readouterr().out
+    for title in ("Pass rate by category", "Epochs", "Timing", "Failure types", "Retries and errors", "Models and"):
+        assert title in table
+    assert main(["report", str(scores.parent), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert re.search(r"^\| model-a \| \d+\.\d% \| \[", md, re.MULTILINE)
+    assert "* some token counts were counted" in md
+    out = tmp_path / "r.html"
+    assert main(["report", str(scores), "--out", str(out)]) == 0  # format from the suffix
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>") and html.count("<svg") >= 6
+    # Self-contained: nothing is fetched.
+    assert not re.search(r"(src|href)\s*=|https?://|<script|@import|url\(", html)
+
+
+def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path / "missing")]) == 1
+    assert "no such file or folder" in capsys.readouterr().err
+    (tmp_path / "x.jsonl").write_text('{"hello": 1}\n')
+    assert main(["report", str(tmp_path / "x.jsonl")]) == 1
+    assert "not a bench scores file" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty)]) == 1
+    assert "no scores.jsonl and no *.cassette" in capsys.readouterr().err
+    newer = tmp_path / "newer.jsonl"
+    newer.write_text(json.dumps({**meta(), "version": 99}) + "\n")
+    assert main(["report", str(newer)]) == 1
+    assert "upgrade bench" in capsys.readouterr().err
+
+
+def test_folder_of_cassettes_is_rescored_in_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("scorer.pipeline", reason="the scorer pipeline is not in this tree yet")
+    folder = tmp_path / "rec"
+    body = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
+    with CassetteWriter(folder / "a.cassette", run={"run": "r-9"}) as w:
+        w.put(
+            {
+                "id": "x1",
+                "request": {"method": "POST", "path": "/v1/chat/completions", "query": "", "headers": [], "body": body},
+                "response": {
+                    "status": 200,
+                    "headers": [["Content-Type", "application/json"]],
+                    "chunks": [b'{"model":"m","choices":[{"message":{"role":"assistant","content":"hello"}}]}'],
+                    "chunk_us": [900],
+                    "streamed": False,
+                },
+                "timing": {"end": 1000},
+                "outcome": "complete",
+                "tags": {"test": "nowhere.no_such_test", "model": "m", "run": "r-9", "epoch": "0"},
+            }
+        )
+    assert main(["report", str(folder), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["source"].endswith("(rescored in memory)")
+    assert not (folder / "scores.jsonl").exists()
+    overall = [r for r in report["rates"] if r["scope"] == "overall"]
+    assert [r["model"] for r in overall] == ["m"] and overall[0]["counts"]["unknown"] == 1

@@ -1,0 +1,48 @@
+"""Timing pooled per model as vLLM's serving benchmark defines it, on exchanges whose numbers are worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from scorer.report.timing import timing
+from tests.scorer.report.factory import exchange, result
+
+
+def two_exchanges() -> list[dict[str, object]]:
+    # A: TTFT 10 ms, gaps 1,1,1,5 ms -> E2EL 18 ms, 5 tokens from usage, TPOT 8/4 = 2 ms.
+    # B: TTFT 30 ms, one gap of 10 ms -> E2EL 40 ms, 2 tokens counted from the stream, TPOT 10/1 = 10 ms.
+    a = exchange("xa", ttft_us=10_000, itl_us=[1_000, 1_000, 1_000, 5_000], output_tokens=5)
+    b = exchange("xb", ttft_us=30_000, itl_us=[10_000], output_tokens=2, tokens_source="counted")
+    failed = exchange("xf", outcome="timeout", status=504, final=False)
+    return [result("t.a", "m", exchanges=[a]), result("t.b", "m", exchanges=[failed, b], retries=1)]
+
+
+def test_itl_is_pooled_over_all_gaps_not_averaged_per_request() -> None:
+    t = timing(two_exchanges())
+    # Pooled gaps 1,1,1,5,10: median 1 ms. A mean of per-request means (2 and 10 ms) would give 6.
+    assert t.itl_ms.count == 5
+    assert t.itl_ms.p50 == pytest.approx(1.0)
+    # p90 at rank 3.6: 5 + 0.6 * (10 - 5) = 8.
+    assert t.itl_ms.p90 == pytest.approx(8.0)
+    assert t.itl_ms.mean == pytest.approx(3.6)
+
+
+def test_ttft_tpot_e2el_and_throughput() -> None:
+    t = timing(two_exchanges())
+    assert t.exchanges == 3 and t.streamed == 2
+    assert t.ttft_ms.p50 == pytest.approx(20.0)
+    # p99 at rank 0.99 between 10 and 30: 10 + 0.99 * 20.
+    assert t.ttft_ms.p99 == pytest.approx(29.8)
+    assert t.tpot_ms.p50 == pytest.approx(6.0)
+    assert t.e2el_ms.p50 == pytest.approx(29.0)
+    assert t.output_tokens == 7
+    assert t.tokens_counted == 1
+    # Per exchange: 5 / 0.018 s = 277.8 and 2 / 0.040 s = 50 tokens/s; median 163.9; pooled 7 / 0.058 s = 120.7.
+    assert t.tokens_per_s_median == pytest.approx((5 / 0.018 + 50) / 2)
+    assert t.tokens_per_s_pooled == pytest.approx(7 / 0.058)
+
+
+def test_no_streamed_exchange_gives_empty_distributions() -> None:
+    t = timing([result("t", "m", exchanges=[exchange("x", outcome="timeout", status=504)])])
+    assert t.ttft_ms.count == 0 and t.ttft_ms.p50 is None and t.itl_ms.box == []
+    assert t.tokens_per_s_median is None
