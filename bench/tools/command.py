@@ -102,6 +102,8 @@ def run_argv(ctx: ToolContext, argv: list[str]) -> tuple[int | None, str]:
         },
         "required": ["command"],
     },
+    # Models often send a command line as one string: split with shlex (never a shell) rather than refuse it.
+    accepts={"type": "object", "properties": {"command": {"type": ["array", "string"]}}, "required": ["command"]},
 )
 def run_command(ctx: ToolContext, args: Mapping[str, Any]) -> str:
     argv = _argv(args["command"])

@@ -27,6 +27,7 @@ class HunkLine:
     op: str  # " " context, "-" removed, "+" added
     text: str
     eol: bool = True  # False after a "\ No newline at end of file" marker
+    bare: bool = False  # an empty patch line (no leading space): context, unless it trails the hunk
 
 
 @dataclass
@@ -83,7 +84,7 @@ def parse_patch(text: str) -> list[FilePatch]:
                 raise PatchError(f"malformed hunk header {line[:60]!r}: expected '@@ -start,count +start,count @@'")
             hunk = Hunk(int(match.group(1)), int(match.group(2)))
             i = _parse_hunk_body(lines, i + 1, hunk)
-            while hunk.lines and hunk.lines[-1].op == " " and hunk.lines[-1].text == "":
+            while hunk.lines and hunk.lines[-1].bare:
                 hunk.lines.pop()  # blank lines after a hunk are separators, not context
             if not any(hl.op != " " for hl in hunk.lines):
                 raise PatchError(f"hunk {line[:60]!r} changes nothing")
@@ -104,7 +105,7 @@ def _parse_hunk_body(lines: list[str], i: int, hunk: Hunk) -> int:
         if line.startswith(("@@", "diff ")) or _is_file_header(lines, i):
             break
         if line == "":
-            hunk.lines.append(HunkLine(" ", ""))  # an editor stripped the context line's leading space
+            hunk.lines.append(HunkLine(" ", "", bare=True))  # an editor stripped the context line's leading space
         elif line[0] in " -+":
             hunk.lines.append(HunkLine(line[0], line[1:]))
         elif line.startswith("\\"):
@@ -152,15 +153,17 @@ def apply_hunks(lines: list[str], hunks: list[Hunk], name: str) -> list[str]:
     start = 0
     for number, hunk in enumerate(hunks, 1):
         old = hunk.old
+        # A hunk removing nothing names the line it inserts after; any other names its first line.
+        stated = hunk.old_start - 1 if old else hunk.old_start
         if old:
-            pos = _find(lines, old, hunk.old_start - 1 + offset, start)
+            pos = _find(lines, old, stated + offset, start)
             if pos is None:
                 raise PatchError(
                     f"{name}: hunk {number} (@@ -{hunk.old_start} @@) does not apply: its context and removed lines "
                     "were not found; read the file again and resend the patch"
                 )
         else:
-            pos = min(max(hunk.old_start + offset, start), len(lines))
+            pos = min(max(stated + offset, start), len(lines))
         segment = lines[pos : pos + len(old)]
         out: list[str] = []
         j = 0
@@ -173,7 +176,7 @@ def apply_hunks(lines: list[str], hunks: list[Hunk], name: str) -> list[str]:
             else:
                 out.append(hl.text + ("\n" if hl.eol else ""))
         lines[pos : pos + len(old)] = out
-        offset = pos - (hunk.old_start - 1) + len(out) - len(old)
+        offset = pos - stated + len(out) - len(old)
         start = pos + len(out)
     # A line that lost its final newline in the old file but is no longer last must get one back.
     return [s if s.endswith("\n") or k == len(lines) - 1 else s + "\n" for k, s in enumerate(lines)]

@@ -27,6 +27,12 @@ class ToolDef:
     description: str
     parameters: Mapping[str, Any]
     fn: ToolFn
+    # What a call is validated against when it may be laxer than what the model is shown (None: `parameters`).
+    accepts: Mapping[str, Any] | None = None
+
+    @property
+    def validation_schema(self) -> Mapping[str, Any]:
+        return self.accepts if self.accepts is not None else self.parameters
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -38,11 +44,13 @@ class ToolDef:
 TOOLS: dict[str, ToolDef] = {}
 
 
-def tool(name: str, description: str, parameters: Mapping[str, Any]) -> Callable[[ToolFn], ToolFn]:
+def tool(
+    name: str, description: str, parameters: Mapping[str, Any], *, accepts: Mapping[str, Any] | None = None
+) -> Callable[[ToolFn], ToolFn]:
     """Register a workspace tool under `name` with the schema the model sees."""
 
     def register(fn: ToolFn) -> ToolFn:
-        TOOLS[name] = ToolDef(name, description, parameters, fn)
+        TOOLS[name] = ToolDef(name, description, parameters, fn, accepts)
         return fn
 
     return register

@@ -100,7 +100,7 @@ class ToolWorkspace:
             return ToolResult("", False, f"unknown tool {name!r}; available: {', '.join(self._tools)}")
         try:
             args = _decode(arguments)
-            jsonschema.validate(args, definition.parameters)
+            jsonschema.validate(args, definition.validation_schema)
         except ToolError as exc:
             return ToolResult("", False, str(exc))
         except jsonschema.ValidationError as exc:
