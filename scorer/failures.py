@@ -87,10 +87,20 @@ def _exchange_failure(ctx: EvalContext) -> str | None:
         schema = schemas.get(c.name)
         if schema and (not isinstance(c.parsed, dict) or not _valid(c.parsed, schema)):
             return "invalid_args"
-    limits = ctx.test.limits
-    if (limits.max_calls and len(calls) > limits.max_calls) or len(ctx.turns) > max(limits.max_turns, 1):
+    if _hit_limit(ctx):
         return "call_limit"
     return None
+
+
+def _hit_limit(ctx: EvalContext) -> bool:
+    """The conversation went past a limit, or was stopped at one while the model was still calling tools."""
+    limits = ctx.test.limits
+    n_calls, n_turns = len(ctx.all_calls), len(ctx.turns)
+    max_turns = max(limits.max_turns, 1)
+    if (limits.max_calls and n_calls > limits.max_calls) or n_turns > max_turns:
+        return True
+    still_calling = bool(ctx.turns and ctx.turns[-1].calls) and ctx.test.multi_turn
+    return still_calling and (n_turns >= max_turns or bool(limits.max_calls and n_calls >= limits.max_calls))
 
 
 def _valid(args: Mapping[str, Any], schema: Mapping[str, Any]) -> bool:

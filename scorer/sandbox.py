@@ -170,6 +170,8 @@ def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    # Python ignores SIGXFSZ and fails its write with EFBIG instead: a file at the cap is the sign of either.
+    full = max(out_path.stat().st_size, err_path.stat().st_size) >= limits.file_bytes
     stdout = out_path.read_bytes()[:MAX_OUTPUT].decode("utf-8", "replace")
     stderr = err_path.read_bytes()[:MAX_OUTPUT].decode("utf-8", "replace")
     code = proc.returncode
@@ -178,7 +180,7 @@ def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net:
         stdout=stdout,
         stderr=stderr,
         timed_out=timed_out or code == -signal.SIGXCPU,
-        output_limited=code == -signal.SIGXFSZ,
+        output_limited=code == -signal.SIGXFSZ or full,
     )
 
 

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scorer.evaluators.json_checks import extract_json
+from tests.scorer.helpers import ctx, score
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+objects = st.dictionaries(st.text(max_size=5), json_values, max_size=4) | st.lists(json_values, max_size=4)
+prose = st.text(alphabet=st.characters(blacklist_characters='{}[]`"\\'), max_size=20)
+
+
+@given(value=objects, before=prose, after=prose)
+def test_finds_the_object_in_prose(value: Any, before: str, after: str) -> None:
+    assert extract_json(f"{before} {json.dumps(value)} {after}") == (True, value)
+
+
+@given(first=objects, last=objects)
+def test_takes_the_last_value(first: Any, last: Any) -> None:
+    assert extract_json(f"draft: {json.dumps(first)}\nfinal: {json.dumps(last)}") == (True, last)
+
+
+@given(value=json_values, other=objects)
+def test_fenced_block_wins(value: Any, other: Any) -> None:
+    text = f"Here:\n```json\n{json.dumps(value, indent=2)}\n```\nand later {json.dumps(other)}"
+    assert extract_json(text) == (True, value)
+
+
+def test_no_json() -> None:
+    assert extract_json("nothing {here") == (False, None)
+    assert score("valid_json", ctx("nothing {here")).score == 0.0
+    assert score("valid_json", ctx('ok {"a": 1}')).score == 1.0
+
+
+def test_json_schema() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert score("json_schema", ctx('{"n": 3}'), schema=schema).score == 1.0
+    bad = score("json_schema", ctx('{"n": "3"}'), schema=schema)
+    assert bad.score == 0.0 and "n" in bad.detail
+
+
+def test_json_field_equals_is_typed() -> None:
+    text = '{"a": {"b": [10, {"c": true}]}, "s": "Hi"}'
+    assert score("json_field_equals", ctx(text), path="a.b.0", value=10).score == 1.0
+    assert score("json_field_equals", ctx(text), path="a.b.0", value=10.0).score == 1.0
+    assert score("json_field_equals", ctx(text), path="a.b.0", value="10").score == 0.0
+    assert score("json_field_equals", ctx(text), path="a.b.1.c", value=True).score == 1.0
+    assert score("json_field_equals", ctx(text), path="a.b.1.c", value=1).score == 0.0
+    assert score("json_field_equals", ctx(text), path="s", value="hi").score == 1.0
+    assert "missing" in score("json_field_equals", ctx(text), path="a.x", value=1).detail
+
+
+def test_json_string_set_overlap() -> None:
+    text = '{"tags": ["Red", "green", "blue"]}'
+    assert score("json_string_set", ctx(text), path="tags", values=["red", "green", "blue"]).score == 1.0
+    assert score("json_string_set", ctx(text), path="tags", values=["red", "green"]).score == 2 / 3
+    assert score("json_string_set", ctx(text), path="tags", values=["pink"]).score == 0.0

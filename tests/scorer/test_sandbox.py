@@ -1,0 +1,101 @@
+"""The sandbox's limits, on real programs: each would hang or exhaust the machine without them."""
+
+from __future__ import annotations
+
+import pytest
+
+from scorer import sandbox
+from scorer.evaluators.code import extract_code
+from tests.scorer.helpers import ctx, score
+
+
+def run(code: str, timeout: float = 2.0) -> sandbox.RunResult:
+    result = sandbox.run_python(code, "", timeout)
+    assert result is not None
+    return result
+
+
+def test_runs_and_reads_stdin() -> None:
+    result = sandbox.run_python("print(input()[::-1])", "abc\n", 5)
+    assert result is not None and result.ok and result.stdout == "cba\n"
+
+
+def test_infinite_loop_is_killed() -> None:
+    result = run("while True: pass", timeout=1.0)
+    assert result.timed_out and not result.ok
+
+
+def test_memory_bomb_is_limited() -> None:
+    result = run("x = bytearray(4 << 30)\nprint('allocated')")
+    assert not result.ok and "MemoryError" in result.stderr and "allocated" not in result.stdout
+
+
+def test_fork_bomb_is_limited() -> None:
+    code = (
+        "import os, sys\n"
+        "n = 0\n"
+        "while n < 10000:\n"
+        "    try:\n"
+        "        pid = os.fork()\n"
+        "    except OSError:\n"
+        "        print('limited', flush=True); break\n"
+        "    if pid == 0:\n"
+        "        import time; time.sleep(5); os._exit(0)\n"
+        "    n += 1\n"
+    )
+    result = run(code, timeout=3.0)
+    assert "limited" in result.stdout
+
+
+def test_output_flood_is_cut() -> None:
+    result = run("while True: print('x' * 1000)", timeout=3.0)
+    assert result.output_limited and len(result.stdout) <= sandbox.MAX_OUTPUT
+
+
+def test_no_network_when_namespaces_work() -> None:
+    if not sandbox.network_isolation():
+        pytest.skip("unshare -rn is not available here: no network isolation (documented)")
+    code = "import socket\ns = socket.socket()\ns.settimeout(2)\ns.connect(('1.1.1.1', 80))\nprint('connected')"
+    result = run(code, timeout=4.0)
+    assert "connected" not in result.stdout and "OSError" in result.stderr
+
+
+def test_environment_is_minimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCH_SECRET_FOR_TEST", "s3cret")
+    result = run("import os; print(sorted(os.environ))")
+    assert "BENCH_SECRET_FOR_TEST" not in result.stdout and "PATH" in result.stdout
+
+
+def test_extract_code_prefers_the_language() -> None:
+    text = "```\nuntagged\n```\n```python\nprint(1)\n```\n```c\nint main(){}\n```"
+    assert extract_code(text, frozenset({"python"})) == "print(1)\n"
+    assert extract_code(text, frozenset({"c"})) == "int main(){}\n"
+    assert extract_code(text, frozenset({"rust"})) == "untagged\n"
+    assert extract_code("print(2)", frozenset({"python"})) == "print(2)"
+
+
+def test_python_output_with_harness() -> None:
+    answer = "Here:\n```python\ndef add(a, b):\n    return a + b\n```"
+    assert score("python_output", ctx(answer), expected_stdout="5\n", harness="print(add(2, 3))").score == 1.0
+    wrong = score("python_output", ctx(answer), expected_stdout="6", harness="print(add(2, 3))")
+    assert wrong.score == 0.0 and "5" in wrong.detail
+
+
+def test_c_output() -> None:
+    if sandbox.c_compiler() is None:
+        pytest.skip("no C compiler")
+    answer = '```c\n#include <stdio.h>\nint main(void){int a,b;scanf("%d %d",&a,&b);printf("%d\\n",a*b);}\n```'
+    assert score("c_output", ctx(answer), expected_stdout="12", stdin="3 4").score == 1.0
+    broken = score("c_output", ctx("```c\nint main( {\n```"), expected_stdout="")
+    assert broken.score == 0.0 and "does not compile" in broken.detail
+
+
+def test_missing_compiler_is_skipped_not_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "c_compiler", lambda: None)
+    s = score("c_output", ctx("```c\nint main(){return 0;}\n```"), expected_stdout="")
+    assert s.status == "skipped" and "compiler" in s.detail
+
+
+def test_missing_interpreter_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "python_interpreter", lambda: None)
+    assert score("python_output", ctx("print(1)"), expected_stdout="1").status == "skipped"
