@@ -105,6 +105,8 @@ async def post_chat(
                         try:
                             chunk = await asyncio.wait_for(resp.content.readany(), idle)
                         except TimeoutError:
+                            # close() drops the connection now; leaving the block would wait for the body to end.
+                            resp.close()
                             return AttemptResult(TIMEOUT, status, error=f"stream silent for {idle:g} s (idle_timeout)")
                     if not chunk:
                         break

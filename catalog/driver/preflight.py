@@ -50,12 +50,20 @@ async def list_models(session: aiohttp.ClientSession, base: str, api_key: str | 
 
 
 async def probe_model(session: aiohttp.ClientSession, base: str, api_key: str | None, model: str) -> tuple[int, str]:
-    """One tiny non-streamed request: the status and the error text if any."""
-    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
+    """One tiny streamed request, read up to its status (the answer itself does not matter), and the error text."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": "ping"}],
+        "max_tokens": 1,
+        "stream": True,
+    }
     try:
         async with session.post(
             f"{api_base(base)}/v1/chat/completions", data=orjson.dumps(body), headers=auth_headers(api_key)
         ) as resp:
+            if resp.status < 400:
+                resp.close()
+                return resp.status, ""
             text = (await resp.read()).decode("utf-8", "replace")
             return resp.status, text[:300]
     except (aiohttp.ClientError, TimeoutError) as exc:
