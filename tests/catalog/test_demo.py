@@ -1,0 +1,32 @@
+"""`bench demo` end to end: the oracle scores 100% once the scorer exists, each flawed model fails its own way."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from catalog.demo_command import DEMO_MODELS, run
+
+HAVE_SCORER = importlib.util.find_spec("scorer.pipeline") is not None
+
+
+def test_demo_records_scores_and_says_what_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(argparse.Namespace(out=tmp_path, epochs=1, quiet=True)) == 0
+    printed = capsys.readouterr().out
+    (cassette,) = tmp_path.glob("*.cassette")
+    assert f"cassette: {cassette}" in printed and "next:" in printed
+    if not HAVE_SCORER:
+        pytest.skip("the scorer is not installed: recording checked, scoring skipped")
+    from scorer.scores_io import read_scores
+
+    _meta, results = read_scores(cassette.with_suffix(".scores.jsonl"))
+    by_model: dict[str, list[dict[str, object]]] = {m: [] for m in DEMO_MODELS}
+    for r in results:
+        by_model[str(r["model"])].append(r)
+    oracle = by_model["oracle"]
+    assert oracle and all(r["passed"] for r in oracle), [r["test"] for r in oracle if not r["passed"]]
+    assert {r["failure_type"] for r in by_model["flawed-no-call"] if not r["passed"]} >= {"no_call"}
+    assert {r["failure_type"] for r in by_model["flawed-invalid-json"] if not r["passed"]} >= {"invalid_json"}
