@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from bench.testspec import TestSpec, load_catalog
+from bench import testspec
+from bench.testspec import load_catalog
 from bench.tools import ToolWorkspace
 
 WORKSPACE_TESTS = [t for t in load_catalog().tests.values() if t.workspace is not None]
 
 
-def commands(test: TestSpec) -> list[list[str]]:
+def commands(test: testspec.TestSpec) -> list[list[str]]:
     return [list(c.args["command"]) for c in test.checks if c.evaluator == "command_succeeds"]
 
 
 @pytest.mark.parametrize("test", WORKSPACE_TESTS, ids=lambda t: t.id)
-def test_reference_turns_fix_the_fixture(test: TestSpec) -> None:
+def test_reference_turns_fix_the_fixture(test: testspec.TestSpec) -> None:
     ws_spec = test.workspace
     assert ws_spec is not None
     with ToolWorkspace.create(ws_spec.fixture, ws_spec.allow_commands, tools=ws_spec.tools) as ws:

@@ -17,7 +17,7 @@ def udiff(old: list[str], new: list[str], context: int = 3, name: str = "f.txt")
     return "".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}", n=context))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(old=LINES, new=LINES, context=st.integers(0, 4))
 def test_difflib_diffs_apply_exactly(old: list[str], new: list[str], context: int) -> None:
     diff = udiff(old, new, context)
@@ -27,7 +27,7 @@ def test_difflib_diffs_apply_exactly(old: list[str], new: list[str], context: in
     assert apply_hunks(old, fp.hunks, "f.txt") == new
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(data=st.data(), size=st.integers(1, 30), shift=st.integers(0, 8))
 def test_hunks_still_apply_when_the_file_moved(data: st.DataObject, size: int, shift: int) -> None:
     old = [f"line {i}\n" for i in range(size)]
