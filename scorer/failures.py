@@ -126,7 +126,9 @@ def _check_failure(ctx: EvalContext, check: Check) -> str:
         n = sum(1 for _ in ctx.iter_calls(check.args.get("name")))
         if hi is not None and n > hi:
             return "call_limit"
-        return "no_call" if n == 0 and lo else "too_few_calls"
+        if n == 0 and lo:
+            return "wrong_tool" if calls else "no_call"
+        return "too_few_calls"
     if name == "parallel_calls":
         want = list(check.args.get("names") or [])
         made = [c.name for c in calls]
@@ -153,6 +155,19 @@ def classify(ctx: EvalContext, scored: Sequence[tuple[Check, Score]]) -> str:
     if found is not None:
         return found
     failed = [_check_failure(ctx, c) for c, s in scored if s.status == "scored" and s.score < 1.0]
+    failed.extend(_reference_failure(ctx))
     if not failed:
         return "outcome_mismatch"
     return min(failed, key=MODEL_FAILURES.index)
+
+
+def _reference_failure(ctx: EvalContext) -> list[str]:
+    """Tasks judged by their outcome (files, answer) still say how the model went wrong: it called no tool where
+    the reference calls some, or never called a tool the reference needs."""
+    needed = {c.name for turn in ctx.test.reference.turns for c in turn}
+    if not needed:
+        return []
+    made = {c.name for c in ctx.all_calls}
+    if not made:
+        return ["no_call"]
+    return ["wrong_tool"] if needed - made else []

@@ -1,0 +1,76 @@
+"""End to end: record the built-in catalog from the simulator (oracle and every flawed profile) through the real
+proxy, then rescore offline. The oracle scores 100%; each flawed profile yields exactly its failure type."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from bench.testspec import load_catalog
+from catalog.driver.config import RecordConfig
+from catalog.driver.recorder import record
+from catalog.sim import start_sim
+from catalog.sim.behaviours import BEHAVIOURS
+from scorer.pipeline import rescore
+
+# Profile → the failure type it is built to produce ("bad edit": the edit applies but breaks the code).
+EXPECTED = {
+    "flawed-invalid-json": "invalid_json",
+    "flawed-text-tool-call": "text_tool_call",
+    "flawed-no-call": "no_call",
+    "flawed-wrong-tool": "wrong_tool",
+    "flawed-call-limit": "call_limit",
+    "flawed-patch-failed": "patch_failed",
+    "flawed-bad-edit": "outcome_mismatch",
+    "flawed-wrong-args": "wrong_args",
+}
+AGENT_SAMPLE = ("agent.fix_mean", "agent.fix_leap_year", "agent.find_version")
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    import asyncio
+
+    out = tmp_path_factory.mktemp("sim")
+    catalog = load_catalog(None)
+
+    # The flawed profiles change only replies that call tools, so they run on the tool suites (and three agent tasks
+    # that cover edit_file, apply_patch and read-only work); the oracle runs on everything.
+    flawed_tests = [t.id for t in catalog.select(["tools"])] + list(AGENT_SAMPLE)
+
+    async def go() -> None:
+        async with await start_sim(catalog=catalog) as sim:
+            for models, tests in ((["oracle"], []), (list(EXPECTED), flawed_tests)):
+                cfg = RecordConfig(upstream=sim.url, models=models, out=str(out), concurrency=16, tests=tests)
+                await record(cfg, catalog)
+
+    asyncio.run(go())
+    _, results = rescore([out], catalog=catalog, jobs=2)
+    return results
+
+
+def test_every_profile_is_covered() -> None:
+    assert set(EXPECTED) == set(BEHAVIOURS) - {"oracle"}
+
+
+def test_oracle_scores_full_marks(scored: list[dict[str, Any]]) -> None:
+    oracle = [r for r in scored if r["model"] == "oracle"]
+    assert len(oracle) == len(load_catalog(None).tests)
+    bad = [(r["test"], r["status"], r["score"], r["checks"]) for r in oracle if not r["passed"]]
+    assert not bad
+
+
+def test_each_flawed_profile_yields_exactly_its_failure_type(scored: list[dict[str, Any]]) -> None:
+    types: dict[str, set[str]] = defaultdict(set)
+    failed: dict[str, int] = defaultdict(int)
+    for r in scored:
+        if r["model"] in EXPECTED:
+            assert r["status"] == "scored", (r["model"], r["test"], r["status"])
+            if not r["passed"]:
+                types[r["model"]].add(r["failure_type"])
+                failed[r["model"]] += 1
+    wrong = {m: sorted(t) for m, t in types.items() if t != {EXPECTED[m]}}
+    assert not wrong
+    assert set(failed) == set(EXPECTED), "every profile fails at least one test"
