@@ -44,7 +44,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     path, _, query = request.raw_path.partition("?")
     headers = [[k, v] for k, v in request.headers.items()]
     tags = {k[len(TAG_PREFIX) :].lower(): v for k, v in headers if k.lower().startswith(TAG_PREFIX)}
-    fp = fingerprint(request.method, path, query, body)
+    # Replay needs the fingerprint now; recording computes it after the response; passthrough never.
+    fp = fingerprint(request.method, path, query, body) if state.index is not None else ""
     mode = "auto-record" if state.mode == "auto" else state.mode
     ex = Exchange(
         t0=t0,

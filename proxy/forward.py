@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from time import monotonic_ns
+from typing import Any
 
 import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
 
 from bench.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
 from proxy.errors import JSON_TYPE, error_body
@@ -88,6 +90,45 @@ def _abort_client(request: web.Request) -> None:
         transport.close()
 
 
+class IdleWatchdog:
+    """Upstream silence limit with one timer per exchange, re-armed only when it fires.
+
+    aiohttp's `sock_read` timeout re-arms a timer on every read, a per-chunk cost; the reads' arrival times are
+    recorded anyway, so the watchdog checks the last one when its timer fires and cancels the exchange if the
+    upstream has been silent too long.
+    """
+
+    __slots__ = ("ex", "expired", "handle", "idle_ns", "loop", "task")
+
+    def __init__(self, ex: Exchange, idle_s: float, task: asyncio.Task[Any]) -> None:
+        self.ex = ex
+        self.task = task
+        self.idle_ns = int(idle_s * 1e9)
+        self.expired = False
+        self.loop = asyncio.get_running_loop()
+        self.handle = self.loop.call_later(idle_s, self._check)
+
+    def _check(self) -> None:
+        ex = self.ex
+        last = ex.times[-1] if ex.times else (ex.headers_at or ex.sent_upstream or ex.t0)
+        remaining = last + self.idle_ns - monotonic_ns()
+        if remaining > 0:
+            self.handle = self.loop.call_later(remaining / 1e9, self._check)
+        else:
+            self.expired = True
+            self.task.cancel()
+
+    def absorb(self) -> bool:
+        """In an `except CancelledError`: True if the watchdog caused it (and the cancellation is undone)."""
+        if not self.expired:
+            return False
+        self.task.uncancel()
+        return True
+
+    def stop(self) -> None:
+        self.handle.cancel()
+
+
 def _error(ex: Exchange, status: int, outcome: str, message: str) -> web.Response:
     ex.fail(outcome, message)
     code = "upstream_timeout" if outcome == TIMEOUT else "bad_gateway"
@@ -103,8 +144,28 @@ async def forward(request: web.Request, state: ProxyState, ex: Exchange) -> web.
     assert state.session is not None and state.upstream_label is not None
     url = state.target(ex.path, ex.query)
     headers = upstream_headers(request, state)
+    task = asyncio.current_task()
+    assert task is not None
+    watchdog = IdleWatchdog(ex, state.idle_timeout, task) if state.idle_timeout else None
+    try:
+        return await _forward(request, state, ex, url, headers, watchdog)
+    finally:
+        if watchdog is not None:
+            watchdog.stop()
+
+
+async def _forward(
+    request: web.Request,
+    state: ProxyState,
+    ex: Exchange,
+    url: URL,
+    headers: CIMultiDict[str],
+    watchdog: IdleWatchdog | None,
+) -> web.StreamResponse:
+    assert state.session is not None
     ex.sent_upstream = now = monotonic_ns()
     ex.own_ns += now - ex.t0
+    late = f"upstream {state.upstream_label} did not answer in time"
     try:
         upstream = await state.session.request(
             ex.method,
@@ -114,9 +175,14 @@ async def forward(request: web.Request, state: ProxyState, ex: Exchange) -> web.
             allow_redirects=False,
             skip_auto_headers=SKIP_AUTO_HEADERS,
         )
+    except asyncio.CancelledError:
+        if watchdog is None or not watchdog.absorb():
+            raise
+        state.stats.errors += 1
+        return _error(ex, 504, TIMEOUT, late)
     except TimeoutError:
         state.stats.errors += 1
-        return _error(ex, 504, TIMEOUT, f"upstream {state.upstream_label} did not answer in time")
+        return _error(ex, 504, TIMEOUT, late)
     except aiohttp.ClientError as exc:
         state.stats.errors += 1
         reason = str(exc) or type(exc).__name__
@@ -130,20 +196,22 @@ async def forward(request: web.Request, state: ProxyState, ex: Exchange) -> web.
         ex.resp_headers = raw_headers
         content_type = upstream.headers.get("Content-Type", "")
         ex.streamed = content_type.startswith("text/event-stream")
-        ex.server = upstream.headers.get("Server")
-        ex.upstream_headers = identity_headers(upstream.headers.items(), state.secret_headers)
         response = web.StreamResponse(
             status=upstream.status, reason=upstream.reason, headers=client_headers(raw_headers)
         )
         await response.prepare(request)
         ex.own_ns += monotonic_ns() - t
-        finished = await _pump(request, upstream, response, ex)
+        # Nothing is recorded in passthrough mode: no need to look for tokens or identity.
+        recording = state.writer is not None
+        finished = await _pump(request, upstream, response, ex, watchdog, recording and ex.streamed)
         if not finished and ex.outcome != CLIENT_DISCONNECTED:
             state.stats.errors += 1
-        if not ex.streamed and ex.chunks:
+        if recording and not ex.streamed and ex.chunks:
             ex.model, ex.system_fingerprint = body_identity(b"".join(ex.chunks), content_type)
         return response
     finally:
+        ex.server = upstream.headers.get("Server")
+        ex.upstream_headers = identity_headers(upstream.headers.items(), state.secret_headers)
         # close() drops the upstream connection, which is how a client's disconnect cancels the upstream request.
         if finished:
             upstream.release()
@@ -152,17 +220,29 @@ async def forward(request: web.Request, state: ProxyState, ex: Exchange) -> web.
 
 
 async def _pump(
-    request: web.Request, upstream: aiohttp.ClientResponse, response: web.StreamResponse, ex: Exchange
+    request: web.Request,
+    upstream: aiohttp.ClientResponse,
+    response: web.StreamResponse,
+    ex: Exchange,
+    watchdog: IdleWatchdog | None,
+    watch_tokens: bool,
 ) -> bool:
     """Forward the body read by read; True if it was read to its end and the client got all of it."""
     content = upstream.content
     chunks = ex.chunks
     times = ex.times
-    watch = TokenWatch() if ex.streamed else None
+    watch = TokenWatch() if watch_tokens else None
     try:
         while True:
             try:
                 chunk = await content.readany()
+            except asyncio.CancelledError:
+                if watchdog is None or not watchdog.absorb():
+                    raise
+                ex.fail(TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
+                ex.cut = True
+                _abort_client(request)
+                return False
             except TimeoutError:
                 ex.fail(TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
                 ex.cut = True
@@ -178,16 +258,17 @@ async def _pump(
             t = monotonic_ns()
             chunks.append(chunk)
             times.append(t)
-            if watch is not None and watch.feed(chunk):
-                if watch.found:
-                    ex.first_token = t
-                ex.model, ex.system_fingerprint = watch.model, watch.system_fingerprint
-                watch = None
             try:
                 await response.write(chunk)
             except ConnectionError:
                 ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
                 return False
+            # Parsed after the write: looking for the first token must not delay it.
+            if watch is not None and watch.feed(chunk):
+                if watch.found:
+                    ex.first_token = t
+                ex.model, ex.system_fingerprint = watch.model, watch.system_fingerprint
+                watch = None
             ex.own_ns += monotonic_ns() - t
         await response.write_eof()
         return True

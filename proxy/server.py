@@ -148,6 +148,7 @@ async def start_proxy(
         upstream_key=upstream_key,
         client_token=client_token,
         secret_headers=redactor.headers,
+        idle_timeout=idle_timeout,
     )
     runner = web.AppRunner(build_app(state), handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
@@ -164,7 +165,8 @@ async def start_proxy(
         # No session at all in replay mode: it must never open a network connection.
         state.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=UPSTREAM_CONNECTIONS, limit_per_host=0),
-            timeout=aiohttp.ClientTimeout(total=request_timeout, sock_read=idle_timeout),
+            # The idle timeout is proxy.forward.IdleWatchdog, not sock_read (which costs a timer per read).
+            timeout=aiohttp.ClientTimeout(total=request_timeout),
             auto_decompress=False,
             # A proxy must not keep one client's cookies and send them with another client's requests.
             cookie_jar=aiohttp.DummyCookieJar(),

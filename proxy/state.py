@@ -11,6 +11,7 @@ from yarl import URL
 
 from bench.cassette import CassetteWriter
 from bench.cassette.format import CLIENT_DISCONNECTED
+from bench.fingerprint import fingerprint
 from proxy.recorder import Exchange
 from proxy.replay import ReplayIndex
 
@@ -39,6 +40,7 @@ class ProxyState:
     upstream_key: str | None
     client_token: str | None
     secret_headers: frozenset[str]
+    idle_timeout: float | None = None
     stats: ProxyStats = field(default_factory=ProxyStats)
     closing: bool = False
     seq: int = 0
@@ -48,12 +50,14 @@ class ProxyState:
 
     def target(self, path: str, query: str) -> URL:
         """The upstream URL for a request path: the upstream's base path is prepended unless already there."""
-        assert self.upstream is not None
-        base = self.upstream.raw_path.rstrip("/")
+        base = self._base_path
         if base and not (path == base or path.startswith(base + "/")):
             path = base + path
-        text = str(self.upstream.origin()) + path + (f"?{query}" if query else "")
-        return URL(text, encoded=True)
+        return URL(self._origin + path + (f"?{query}" if query else ""), encoded=True)
+
+    def __post_init__(self) -> None:
+        self._origin = str(self.upstream.origin()) if self.upstream is not None else ""
+        self._base_path = self.upstream.raw_path.rstrip("/") if self.upstream is not None else ""
 
     def begin(self, ex: Exchange, task: asyncio.Task[Any]) -> None:
         self.in_flight[ex] = task
@@ -71,6 +75,9 @@ class ProxyState:
             return
         self.seq += 1
         ex.seq = self.seq
+        if not ex.fp:
+            # Computed here, after the response, so that it never delays the first byte (record mode).
+            ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
         record = ex.to_record()
         self.stats.exchanges += 1
         task = asyncio.get_running_loop().create_task(self._put(record))
