@@ -88,7 +88,7 @@ class RunningProxy:
             await state.session.close()
         if state.writer is not None:
             s = state.stats
-            await state.writer.aclose(
+            await self._close_writer(
                 interrupted=interrupted or bool(late),
                 cut_by_shutdown=len(late),
                 errors=s.errors,
@@ -96,6 +96,13 @@ class RunningProxy:
                 misses=s.misses,
                 client_disconnects=s.client_disconnects,
             )
+
+    async def _close_writer(self, **end: Any) -> None:
+        assert self._state.writer is not None
+        try:
+            await self._state.writer.aclose(**end)
+        except OSError as exc:
+            raise BenchError(f"could not finish cassette {self.cassette_path}: {exc.strerror}") from None
 
     async def __aenter__(self) -> RunningProxy:
         return self

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,9 +12,12 @@ from yarl import URL
 
 from bench.cassette import CassetteWriter
 from bench.cassette.format import CLIENT_DISCONNECTED
+from bench.cassette.writer import WriterClosed
 from bench.fingerprint import fingerprint
 from proxy.recorder import Exchange
 from proxy.replay import ReplayIndex
+
+log = logging.getLogger("bench.proxy")
 
 MODES = ("record", "replay", "auto", "passthrough")
 
@@ -26,6 +30,7 @@ class ProxyStats:
     misses: int = 0  # replay misses answered with 404
     rejected: int = 0  # clients without the proxy's token
     client_disconnects: int = 0
+    lost: int = 0  # finished exchanges the cassette writer could not take (its file failed)
 
 
 @dataclass
@@ -86,4 +91,11 @@ class ProxyState:
 
     async def _put(self, record: dict[str, Any]) -> None:
         assert self.writer is not None
-        await self.writer.put_async(record)
+        try:
+            await self.writer.put_async(record)
+        except WriterClosed as exc:
+            # Disk full or file removed: keep serving (the clients are not at fault), count and say it once.
+            self.stats.exchanges -= 1
+            self.stats.lost += 1
+            if self.stats.lost == 1:
+                log.error("bench proxy: cannot record: %s; exchanges are forwarded but not recorded", exc)

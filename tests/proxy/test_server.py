@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import aiohttp
+import pytest
 
 from bench.cassette import CassetteReader
+from bench.cassette.writer import WriterClosed
 from proxy import start_proxy
 from proxy.identity import identity_headers
 from tests.proxy.conftest import MESSAGES
@@ -52,3 +55,21 @@ def test_identity_headers_skip_secret_ones() -> None:
         "x-request-id": "r1",
         "openai-version": "2020",
     }
+
+
+async def test_a_failed_cassette_writer_does_not_stop_forwarding(
+    upstream: Upstream, cassettes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+
+    async def broken(record: dict[str, Any]) -> None:
+        raise WriterClosed("disk full")
+
+    assert proxy._state.writer is not None
+    monkeypatch.setattr(proxy._state.writer, "put_async", broken)
+    async with aiohttp.ClientSession() as session:
+        for _ in range(2):
+            async with session.get(proxy.url + "/v1/models") as resp:
+                assert resp.status == 200
+    await proxy.close()
+    assert proxy.stats.lost == 2 and proxy.stats.exchanges == 0
