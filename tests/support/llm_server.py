@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -58,13 +59,16 @@ def llama_server(port: int | None = None, timeout: float = 120.0) -> Iterator[st
         "2",
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # A file, not a pipe: llama.cpp logs enough while loading to fill a pipe and block the server.
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - outlives this block: closed after the server stops
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + timeout
     try:
         while True:
             if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+                log.seek(0)
+                err = log.read().decode(errors="replace")[-2000:]
                 raise RuntimeError(f"llama server exited with {proc.returncode}: {err}")
             try:
                 with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
@@ -83,3 +87,4 @@ def llama_server(port: int | None = None, timeout: float = 120.0) -> Iterator[st
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
