@@ -42,6 +42,7 @@ _OUTCOMES = {
     "truncated": "truncated_stream",
     "client_disconnected": "client_disconnect",
 }
+READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "grep"})
 _WORKSPACE_CHECKS = frozenset(
     {"file_exists", "file_contains", "file_not_contains", "file_unchanged", "command_succeeds"}
 )
@@ -170,4 +171,7 @@ def _reference_failure(ctx: EvalContext) -> list[str]:
     made = {c.name for c in ctx.all_calls}
     if not made:
         return ["no_call"]
+    if ctx.test.workspace is not None:
+        # Looking around is optional in a workspace task; editing and running are what the task needs.
+        needed -= READ_ONLY_TOOLS
     return ["wrong_tool"] if needed - made else []

@@ -8,6 +8,7 @@ the catalog is loaded. Results are sorted before they are returned, so the outpu
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -33,7 +34,7 @@ from scorer.scoring import base_result, request_settings, score_conversation, sl
 
 # Bumped when grouping, failure typing or the weighting of checks changes what the same inputs score.
 SCORING_VERSION = 1
-SHARD_MIN_BYTES = 256 << 10
+SHARD_MIN_BYTES = 32 << 10
 
 Key = tuple[str, str, str, int]  # run, model, test, epoch
 
@@ -187,6 +188,9 @@ def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
     hashes = _recorded_hashes(header)
     groups: dict[Key, Group] = {}
     untagged = exchanges = 0
+    # Parsing allocates ~1k short-lived acyclic objects per exchange; the cyclic GC rescanning them costs ~10%.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
         for record in reader:
             exchanges += 1
@@ -218,6 +222,9 @@ def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
                 group.first, group.settings = order, request_settings(parsed)
     except CassetteError as exc:
         reader.truncated, reader.error = True, str(exc)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     if shard == 0:
         if reader.truncated:
             out.warnings.append(

@@ -17,6 +17,7 @@ from scorer.report.stats import pass_at_k, pass_hat_k, wilson
 from scorer.report.timing import Timing, timing
 
 STATUSES = ("scored", "errored", "skipped", "stale", "unknown")
+SCOPES = ("overall", "suite", "category")
 
 
 @dataclass
@@ -28,14 +29,6 @@ class Counts:
     skipped: int = 0
     stale: int = 0
     unknown: int = 0
-
-    def add(self, result: dict[str, Any]) -> None:
-        self.total += 1
-        status = result.get("status")
-        if status in STATUSES:
-            setattr(self, str(status), getattr(self, str(status)) + 1)
-        if status == "scored" and result.get("passed"):
-            self.passed += 1
 
 
 @dataclass
@@ -121,57 +114,103 @@ class Report:
 
 def build(scores: Scores) -> Report:
     """Aggregate one scores file (or an in-memory rescore) into a Report."""
-    results = scores.results
     by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for result in results:
+    for result in scores.results:
         by_model[str(result.get("model"))].append(result)
     models = sorted(by_model)
-    run = run_info(scores.meta)
+    scans = {m: scan(m, by_model[m]) for m in models}
     report = Report(
         source=scores.source,
-        run=run,
+        run=run_info(scores.meta),
         models=models,
-        rates=[row for m in models for row in rates(m, by_model[m])],
-        epochs=[row for m in models for row in epochs(m, by_model[m])],
-        flaky=[f for m in models for f in flaky(m, by_model[m])],
-        failures={m: failures(by_model[m]) for m in models},
-        reliability=[reliability(m, by_model[m]) for m in models],
-        settings=[model_settings(m, by_model[m]) for m in models],
+        rates=[row for m in models for row in scans[m].rates],
+        epochs=[row for m in models for row in epochs(m, scans[m].epochs)],
+        flaky=[f for m in models for f in flaky(m, scans[m].epochs)],
+        failures={m: scans[m].failures for m in models},
+        reliability=[scans[m].reliability for m in models],
+        settings=[scans[m].settings for m in models],
         timing={m: timing(by_model[m]) for m in models},
     )
-    report.warnings = warnings(report, by_model)
+    report.warnings = warnings(report, {m: scans[m].fingerprints for m in models})
     return report
 
 
-def rate_row(model: str, scope: str, group: str, items: Iterable[dict[str, Any]]) -> RateRow:
-    counts = Counts()
-    for result in items:
-        counts.add(result)
-    low, high = wilson(counts.passed, counts.scored)
-    rate = counts.passed / counts.scored if counts.scored else None
-    return RateRow(model, scope, group, counts, rate, low, high)
+@dataclass
+class Scan:
+    """Everything but timing about one model, gathered in a single pass over its results (100k results: seconds)."""
+
+    rates: list[RateRow]
+    epochs: dict[tuple[str | None, str], tuple[int, int]]
+    failures: dict[str, int]
+    reliability: Reliability
+    settings: ModelSettings
+    fingerprints: dict[str | None, list[str]]  # run -> distinct fingerprints, only where there were several
 
 
-def rates(model: str, results: list[dict[str, Any]]) -> list[RateRow]:
-    rows = [rate_row(model, "overall", "", results)]
-    for scope in ("suite", "category"):
-        groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for result in results:
-            groups[str(result.get(scope) or "?")].append(result)
-        rows.extend(rate_row(model, scope, name, groups[name]) for name in sorted(groups))
-    return rows
-
-
-def epoch_counts(results: Iterable[dict[str, Any]]) -> dict[tuple[str | None, str], tuple[int, int]]:
-    """(run, test) -> (scored epochs, passed epochs)."""
-    tally: dict[tuple[str | None, str], list[int]] = defaultdict(lambda: [0, 0])
+def scan(model: str, results: list[dict[str, Any]]) -> Scan:
+    tally: Counter[tuple[str, str, str]] = Counter()  # (scope, group, status or "passed") -> results
+    epoch_tally: dict[tuple[str | None, str], list[int]] = defaultdict(lambda: [0, 0])
+    fail_counter: Counter[str] = Counter()
+    served: set[str] = set()
+    fps: dict[str | None, set[str]] = defaultdict(set)
+    encoded_settings: set[bytes] = set()
+    attempts = retries = retried = errored = failed = 0
     for result in results:
-        if result.get("status") != "scored":
-            continue
-        cell = tally[(result.get("run"), str(result.get("test")))]
-        cell[0] += 1
-        cell[1] += bool(result.get("passed"))
-    return {key: (n, c) for key, (n, c) in tally.items()}
+        status = str(result.get("status"))
+        passed = status == "scored" and bool(result.get("passed"))
+        suite, category = str(result.get("suite") or "?"), str(result.get("category") or "?")
+        for scope, name in (("overall", ""), ("suite", suite), ("category", category)):
+            tally[(scope, name, "total")] += 1
+            tally[(scope, name, status)] += 1
+            if passed:
+                tally[(scope, name, "passed")] += 1
+        if status == "scored":
+            cell = epoch_tally[(result.get("run"), str(result.get("test")))]
+            cell[0] += 1
+            cell[1] += passed
+        if (status == "scored" and not passed) or status == "errored":
+            fail_counter[str(result.get("failure_type") or "unclassified")] += 1
+        attempts += int(result.get("attempts") or 0)
+        extra = int(result.get("retries") or 0)
+        retries += extra
+        retried += extra > 0
+        errored += status == "errored"
+        for ex in result.get("exchanges") or ():
+            code = ex.get("status")
+            if ex.get("outcome") != "complete" or not isinstance(code, int) or code >= 400:
+                failed += 1
+        if result.get("served_model"):
+            served.add(str(result["served_model"]))
+        if result.get("system_fingerprint"):
+            fps[result.get("run")].add(str(result["system_fingerprint"]))
+        encoded_settings.add(orjson.dumps(result.get("settings") or {}, option=orjson.OPT_SORT_KEYS))
+    rows = []
+    for scope, group in sorted({(sc, gr) for sc, gr, _ in tally}, key=lambda g: (SCOPES.index(g[0]), g[1])):
+        counts = Counts(
+            total=tally[(scope, group, "total")],
+            passed=tally[(scope, group, "passed")],
+            **{st: tally[(scope, group, st)] for st in STATUSES},
+        )
+        low, high = wilson(counts.passed, counts.scored)
+        rows.append(
+            RateRow(model, scope, group, counts, counts.passed / counts.scored if counts.scored else None, low, high)
+        )
+    values: dict[str, list[Any]] = defaultdict(list)
+    # Most results share one settings object: deduplicate whole objects first, then their values.
+    for encoded in encoded_settings:
+        for key, value in orjson.loads(encoded).items():
+            values[key].append(value)
+    all_fps = sorted(set().union(*fps.values())) if fps else []
+    return Scan(
+        rates=rows,
+        epochs={key: (n, c) for key, (n, c) in epoch_tally.items()},
+        failures=dict(sorted(fail_counter.items(), key=lambda kv: (-kv[1], kv[0]))),
+        reliability=Reliability(model, len(results), attempts, retries, retried, errored, failed),
+        settings=ModelSettings(
+            model, sorted(served), all_fps, {key: _distinct(vals) for key, vals in sorted(values.items())}
+        ),
+        fingerprints={run: sorted(f) for run, f in fps.items() if len(f) > 1},
+    )
 
 
 def k_values(max_n: int) -> list[int]:
@@ -184,8 +223,8 @@ def k_values(max_n: int) -> list[int]:
     return sorted(ks)
 
 
-def epochs(model: str, results: list[dict[str, Any]]) -> list[EpochRow]:
-    counts = list(epoch_counts(results).values())
+def epochs(model: str, tally: dict[tuple[str | None, str], tuple[int, int]]) -> list[EpochRow]:
+    counts = list(tally.values())
     max_n = max((n for n, _ in counts), default=0)
     if max_n < 2:
         return []
@@ -198,37 +237,12 @@ def epochs(model: str, results: list[dict[str, Any]]) -> list[EpochRow]:
     return rows
 
 
-def flaky(model: str, results: list[dict[str, Any]]) -> list[Flaky]:
+def flaky(model: str, tally: dict[tuple[str | None, str], tuple[int, int]]) -> list[Flaky]:
     return [
         Flaky(model, run, test, c, n)
-        for (run, test), (n, c) in sorted(epoch_counts(results).items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))
+        for (run, test), (n, c) in sorted(tally.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))
         if n >= 2 and 0 < c < n
     ]
-
-
-def failures(results: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """Failure type -> count, over scored-and-failed and errored results (unclassified failures named so)."""
-    counter: Counter[str] = Counter()
-    for result in results:
-        status = result.get("status")
-        if (status == "scored" and not result.get("passed")) or status == "errored":
-            counter[str(result.get("failure_type") or "unclassified")] += 1
-    return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def reliability(model: str, results: list[dict[str, Any]]) -> Reliability:
-    attempts = retries = retried = errored = failed = 0
-    for result in results:
-        attempts += int(result.get("attempts") or 0)
-        extra = int(result.get("retries") or 0)
-        retries += extra
-        retried += extra > 0
-        errored += result.get("status") == "errored"
-        for ex in result.get("exchanges") or ():
-            status = ex.get("status")
-            if ex.get("outcome") != "complete" or not isinstance(status, int) or status >= 400:
-                failed += 1
-    return Reliability(model, len(results), attempts, retries, retried, errored, failed)
 
 
 def _distinct(values: Iterable[Any]) -> list[str]:
@@ -236,13 +250,7 @@ def _distinct(values: Iterable[Any]) -> list[str]:
 
 
 def model_settings(model: str, results: list[dict[str, Any]]) -> ModelSettings:
-    served = sorted({str(r["served_model"]) for r in results if r.get("served_model")})
-    fps = sorted({str(r["system_fingerprint"]) for r in results if r.get("system_fingerprint")})
-    values: dict[str, list[Any]] = defaultdict(list)
-    for result in results:
-        for key, value in (result.get("settings") or {}).items():
-            values[key].append(value)
-    return ModelSettings(model, served, fps, {key: _distinct(vals) for key, vals in sorted(values.items())})
+    return scan(model, results).settings
 
 
 def run_info(meta: dict[str, Any]) -> RunInfo:
@@ -275,19 +283,10 @@ def run_info(meta: dict[str, Any]) -> RunInfo:
     )
 
 
-def fingerprint_changes(results: Iterable[dict[str, Any]]) -> dict[str | None, list[str]]:
-    """run -> distinct system fingerprints, for runs where a model answered with more than one."""
-    per_run: dict[str | None, set[str]] = defaultdict(set)
-    for result in results:
-        if result.get("system_fingerprint"):
-            per_run[result.get("run")].add(str(result["system_fingerprint"]))
-    return {run: sorted(fps) for run, fps in per_run.items() if len(fps) > 1}
-
-
-def warnings(report: Report, by_model: dict[str, list[dict[str, Any]]]) -> list[str]:
+def warnings(report: Report, fingerprints: dict[str, dict[str | None, list[str]]]) -> list[str]:
     out: list[str] = []
     for model in report.models:
-        for run, fps in fingerprint_changes(by_model[model]).items():
+        for run, fps in fingerprints[model].items():
             where = f"run {run}" if run else "the run"
             out.append(
                 f"{model}: system fingerprint changed during {where} ({', '.join(fps)}): "

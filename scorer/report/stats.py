@@ -11,7 +11,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import binomtest
 
 # Two-sided 95%: the 0.975 quantile of the standard normal.
 Z95 = 1.959963984540054
@@ -61,6 +60,9 @@ def mcnemar_exact(regressed: int, improved: int) -> float:
     discordant = regressed + improved
     if discordant == 0:
         return 1.0
+    # Imported here: scipy.stats takes about a second to import and only compare needs it.
+    from scipy.stats import binomtest
+
     return float(binomtest(regressed, discordant, 0.5, alternative="two-sided").pvalue)
 
 

@@ -1,0 +1,211 @@
+"""Exchanges scored per second by `bench rescore` for typical ~300-token streams with text and tool evaluators.
+
+Builds a synthetic cassette of N exchanges (SSE chunks of ~237 B, as a real small model streams them; half plain
+answers, half tool calls), then times scorer.pipeline.rescore with one job and with all cores, side by side in
+one run, best of `--rounds`. Also times bench.parse alone over the same records to show where the time goes.
+
+    .venv/bin/python benchmarks/rescore_speed.py [--exchanges 4000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.cassette import CassetteReader, CassetteWriter  # noqa: E402
+from bench.parse import parse_exchange  # noqa: E402
+from bench.testspec import Catalog, Check, TestSpec  # noqa: E402
+from scorer.pipeline import rescore  # noqa: E402
+
+TOKENS = 300
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+WORDS = [
+    "the",
+    "model",
+    "streams",
+    "one",
+    "token",
+    "per",
+    "event",
+    "and",
+    "the",
+    "proxy",
+    "records",
+    "every",
+    "read",
+    "as",
+    "it",
+    "arrives",
+]
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    # Padded like real servers' chunks (ids, created, fingerprints): ~237 B per event.
+    obj = {
+        "id": "chatcmpl-9f0c1d2e3b4a5f6e7d8c9b0a1f2e3d4c",
+        "object": "chat.completion.chunk",
+        "created": 1732950000,
+        "model": "SmolLM2-135M-Instruct-Q8_0",
+        "system_fingerprint": "b4132-3c1f0e2d",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+    return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+def stream(i: int, tool: bool) -> list[bytes]:
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    if tool:
+        chunks.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": f"call_{i}",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        args = orjson.dumps({"city": "Paris", "note": " ".join(WORDS * 20)}).decode()
+        step = max(1, len(args) // (TOKENS - 1))
+        for k in range(0, len(args), step):
+            chunks.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": args[k : k + step]}}]}))
+    else:
+        for k in range(TOKENS - 1):
+            chunks.append(chunk({"content": f" {WORDS[k % len(WORDS)]}"}))
+        chunks.append(chunk({"content": " Answer: Paris"}))
+    chunks.append(chunk({}, "tool_calls" if tool else "stop"))
+    usage = {"prompt_tokens": 40, "completion_tokens": TOKENS, "total_tokens": TOKENS + 40}
+    chunks.append(b"data: " + orjson.dumps({"id": "x", "choices": [], "usage": usage}) + b"\n\n")
+    chunks.append(b"data: [DONE]\n\n")
+    return chunks
+
+
+def build(path: Path, n: int) -> tuple[Catalog, float]:
+    text = TestSpec(
+        id="b.text",
+        suite="b",
+        category="c",
+        subcategory="s",
+        description="",
+        messages=(),
+        checks=(
+            Check("contains_all", {"values": ["paris", "token"]}),
+            Check("regex", {"pattern": r"Answer: \w+"}),
+            Check("mentions", {"value": "Paris"}),
+            Check("no_tool_call", {}),
+        ),
+        hash="ht",
+    )
+    tool = TestSpec(
+        id="b.tool",
+        suite="b",
+        category="c",
+        subcategory="s",
+        description="",
+        messages=(),
+        tools=(TOOL,),
+        checks=(
+            Check("tool_called", {"name": "get_weather"}),
+            Check("tool_args", {"name": "get_weather", "args": {"city": "paris", "note": {"any": True}}}),
+            Check("call_count", {"max": 1}),
+        ),
+        hash="hw",
+    )
+    sizes = []
+    with CassetteWriter(path, run={"id": "bench", "tests": {"b.text": "ht", "b.tool": "hw"}}) as w:
+        for i in range(n):
+            is_tool = i % 2 == 1
+            chunks = stream(i, is_tool)
+            sizes.extend(len(c) for c in chunks)
+            tags = {
+                "run": "bench",
+                "test": "b.tool" if is_tool else "b.text",
+                "model": f"m{i % 3}",
+                "epoch": str(i),
+                "turn": "0",
+                "attempt": "1",
+            }
+            w.put(
+                {
+                    "id": f"x{i}",
+                    "started": 0,
+                    "mode": "record",
+                    "request": {
+                        "method": "POST",
+                        "path": "/v1/chat/completions",
+                        "query": "",
+                        "headers": [],
+                        "body": b'{"model":"m","stream":true,"temperature":0}',
+                        "fp": "fp1:0",
+                    },
+                    "response": {
+                        "status": 200,
+                        "headers": [],
+                        "chunks": chunks,
+                        "chunk_us": [7000] * len(chunks),
+                        "streamed": True,
+                        "raw_bytes": sum(map(len, chunks)),
+                    },
+                    "timing": {"end": 7000 * len(chunks)},
+                    "outcome": "complete",
+                    "error": None,
+                    "tags": tags,
+                }
+            )
+    return Catalog(tests={"b.text": text, "b.tool": tool}, hash="bench", root=ROOT), sum(sizes) / len(sizes)
+
+
+def timed(fn: Any, rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exchanges", type=int, default=4000)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    cores = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "speed.cassette"
+        catalog, avg = build(path, args.exchanges)
+        n = args.exchanges
+        print(f"{n} exchanges, {TOKENS} tokens each, {avg:.0f} B per SSE chunk, {path.stat().st_size >> 10} KiB file")
+        read = timed(lambda: sum(1 for _ in CassetteReader(path)), args.rounds)
+        parse = timed(lambda: [parse_exchange(r) for r in CassetteReader(path)], args.rounds)
+        one = timed(lambda: rescore([path], catalog=catalog, jobs=1), args.rounds)
+        many = timed(lambda: rescore([path], catalog=catalog, jobs=cores), args.rounds)
+        _, results = rescore([path], catalog=catalog, jobs=1)
+        assert len(results) == n and all(r["passed"] for r in results), "benchmark inputs must all pass"
+    print(f"read only (decompress + unpack): {n / read:9.0f} exchanges/s")
+    print(f"read + bench.parse:              {n / parse:9.0f} exchanges/s  (parse share of jobs=1: {parse / one:.0%})")
+    print(f"rescore --jobs 1:                {n / one:9.0f} exchanges/s  (goal: >= 1000 per core)")
+    print(f"rescore --jobs {cores}:                {n / many:9.0f} exchanges/s  ({one / many:.2f}x of jobs=1)")
+
+
+if __name__ == "__main__":
+    main()

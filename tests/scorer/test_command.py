@@ -1,0 +1,51 @@
+"""`bench rescore` as a user runs it, in a subprocess whose sockets cannot connect anywhere."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.scorer.helpers import record, write_cassette
+
+ROOT = Path(__file__).resolve().parents[2]
+# Loaded by site on start-up: every connect() fails, so any network use would show up as a failure.
+NO_NETWORK = """
+import socket
+
+def _blocked(*args, **kwargs):
+    raise OSError("network blocked by the test")
+
+socket.socket.connect = _blocked
+socket.socket.connect_ex = _blocked
+socket.create_connection = _blocked
+"""
+
+
+def bench(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(NO_NETWORK)
+    env = {"PYTHONPATH": f"{site}:{ROOT}", "PATH": "/usr/bin:/bin", "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_rescore_offline_then_flips(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    write_cassette(runs / "a.cassette", [record("no.such.test", "x"), record("math.ages", "So Ann = 13.\nAnswer: 13")])
+    result = bench(tmp_path, "rescore", str(runs), "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    assert "scores written to" in result.stdout and "unknown test id 'no.such.test'" in result.stdout
+    scores = (runs / "scores.jsonl").read_bytes()
+    again = bench(tmp_path, "rescore", str(runs), "--jobs", "1", "--max-tokens", "1")
+    assert again.returncode == 0, again.stderr
+    assert "approximations" in again.stdout and "1 flip(s)" in again.stdout and "math.ages" in again.stdout
+    assert (runs / "scores.jsonl").read_bytes() != scores
+
+
+def test_bad_input_is_one_line(tmp_path: Path) -> None:
+    result = bench(tmp_path, "rescore", str(tmp_path / "missing"))
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "no such file or directory" in result.stderr
