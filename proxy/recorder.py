@@ -187,11 +187,13 @@ class Exchange:
     def to_record(self, end_ns: int | None = None) -> dict[str, Any]:
         t0 = self.t0
         end = monotonic_ns() if end_ns is None else end_ns
+        # Deltas of whole microseconds since t0, so that their running sum equals the timing fields exactly.
         deltas: list[int] = []
-        prev = t0
+        prev = 0
         for t in self.times:
-            deltas.append((t - prev) // 1000)
-            prev = t
+            us = (t - t0) // 1000
+            deltas.append(us - prev)
+            prev = us
         return {
             "id": f"x{self.seq}",
             "started": self.started_us,

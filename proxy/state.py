@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from dataclasses import dataclass, field
+from time import monotonic_ns
 from typing import Any
 
 import aiohttp
@@ -61,15 +63,19 @@ class ProxyState:
         return URL(self._origin + path + (f"?{query}" if query else ""), encoded=True)
 
     def __post_init__(self) -> None:
+        self._finished: deque[tuple[Exchange, int]] = deque()
+        self._drainer: asyncio.Task[None] | None = None
         self._origin = str(self.upstream.origin()) if self.upstream is not None else ""
         self._base_path = self.upstream.raw_path.rstrip("/") if self.upstream is not None else ""
 
     def begin(self, ex: Exchange, task: asyncio.Task[Any]) -> None:
         self.in_flight[ex] = task
-        self.idle.clear()
+        if self.idle.is_set():
+            self.idle.clear()
 
     def finish(self, ex: Exchange) -> None:
-        """Hand a finished exchange to the writer without making the handler wait for packing or the queue."""
+        """Queue a finished exchange for the writer; the handler never waits for building or packing its record."""
+        end = monotonic_ns()
         self.in_flight.pop(ex, None)
         ex.settle_stream()
         if not self.in_flight:
@@ -80,14 +86,25 @@ class ProxyState:
             return
         self.seq += 1
         ex.seq = self.seq
-        if not ex.fp:
-            # Computed here, after the response, so that it never delays the first byte (record mode).
-            ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
-        record = ex.to_record()
         self.stats.exchanges += 1
-        task = asyncio.get_running_loop().create_task(self._put(record))
-        self.pending_records.add(task)
-        task.add_done_callback(self.pending_records.discard)
+        self._finished.append((ex, end))
+        # One task drains every exchange that finished meanwhile: under load, far fewer tasks than exchanges.
+        if self._drainer is None:
+            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+            self.pending_records.add(self._drainer)
+
+    async def _drain(self) -> None:
+        try:
+            while self._finished:
+                ex, end = self._finished.popleft()
+                if not ex.fp:
+                    # Computed here, after the response, so that it never delays the first byte (record mode).
+                    ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
+                await self._put(ex.to_record(end))
+        finally:
+            if self._drainer is not None:
+                self.pending_records.discard(self._drainer)
+            self._drainer = None
 
     async def _put(self, record: dict[str, Any]) -> None:
         assert self.writer is not None
