@@ -57,6 +57,9 @@ def llama_server(port: int | None = None, timeout: float = 120.0) -> Iterator[st
         "4096",
         "--n_threads",
         "2",
+        # By default a new request cuts the stream in flight short (seen as broken chunked bodies).
+        "--interrupt_requests",
+        "False",
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # A file, not a pipe: llama.cpp logs enough while loading to fill a pipe and block the server.

@@ -1,0 +1,50 @@
+"""`bench record` of a small suite, tool calls included, against a real LLM server, then `bench rescore` offline."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.cassette import find_cassettes, read_cassette
+from bench.testspec import load_catalog
+from scorer.scores_io import read_scores
+
+pytestmark = pytest.mark.llm
+
+TESTS = ["tools.weather_paris", "tools.capital_no_tool", "math.multiply"]
+
+
+def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def test_record_and_rescore_against_smollm2(smollm2: str, tmp_path: Path) -> None:
+    catalog = load_catalog()
+    assert set(TESTS) <= set(catalog.tests)
+    ids = ",".join(TESTS)
+    rec = bench(
+        "record", "--upstream", smollm2.removesuffix("/v1"), "--model", "smollm2", "--tests", ids,
+        "--epochs", "1", "--concurrency", "1", "--out", str(tmp_path / "cas"), "--quiet",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert rec.returncode == 0, rec.stderr
+    [cassette] = find_cassettes([tmp_path / "cas"])
+    header, exchanges = read_cassette(cassette)
+    assert header["run"], "the driver's run metadata is in the header"
+    assert {x["tags"]["test"] for x in exchanges} == set(TESTS)
+    assert all(x["tags"]["model"] == "smollm2" for x in exchanges)
+    assert any(b"tool_calls" in b"".join(x["response"]["chunks"]) for x in exchanges), "a real tool call recorded"
+
+    scores = tmp_path / "scores.jsonl"
+    res = bench("rescore", str(tmp_path / "cas"), "--out", str(scores), "--jobs", "1", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    meta, results = read_scores(scores)
+    assert meta["catalog_hash"] == catalog.hash
+    assert {r["test"] for r in results} == set(TESTS)
+    assert all(r["status"] in ("scored", "errored") for r in results)
+    assert all(r["exchanges"][-1]["ttft_us"] is not None for r in results if r["status"] == "scored")
