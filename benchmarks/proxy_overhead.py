@@ -163,6 +163,8 @@ class Target:
     cpu_s: float = 0.0
     chunks: int = 0
     cpu_rounds: list[float] = field(default_factory=list)  # CPU us per chunk, one per load round
+    ttft_cpu_s: float = 0.0  # proxy CPU during the one-at-a-time phase
+    ttft_streams: int = 0
     failures: int = 0
     why: Counter[str] = field(default_factory=Counter)
 
@@ -254,6 +256,7 @@ async def ttft_phase(targets: list[Target], rounds: int, per_round: int, check: 
             random.shuffle(order)
             for target in order:
                 times = []
+                cpu0 = cpu_seconds(target.proc.pid) if target.proc else 0.0
                 for i in range(per_round):
                     seed = 1000 + i
                     ttft, _, data, _ = await one_stream(session, target.url, request_body(seed, 8, 0, 1))
@@ -265,6 +268,9 @@ async def ttft_phase(targets: list[Target], rounds: int, per_round: int, check: 
                     times.append(ttft)
                 target.ttft_rounds.append(times)
                 target.ttft_all.extend(times)
+                if target.proc:
+                    target.ttft_cpu_s += cpu_seconds(target.proc.pid) - cpu0
+                    target.ttft_streams += per_round
             print(f"  ttft round {r + 1}/{rounds}", end="\r", file=sys.stderr, flush=True)
     print(file=sys.stderr)
 
@@ -367,6 +373,7 @@ def main() -> int:
             for t in targets:
                 t.ttft_rounds.clear()
                 t.ttft_all.clear()
+                t.ttft_cpu_s, t.ttft_streams = 0.0, 0
             asyncio.run(ttft_phase(targets, ttft_rounds, per_round, check))
             print(f"load: {load_rounds} rounds x {streams} concurrent streams of {tokens} tokens", file=sys.stderr)
             asyncio.run(load_phase(targets, load_rounds, streams, tokens, itl_ms))
@@ -432,6 +439,8 @@ def report(
     bare_p50 = median([median(r) for r in bare.ttft_rounds]) * 1e3
     rec_cpu = rec.cpu_s / rec.chunks * 1e6 if rec.chunks else float("nan")
     round_ratios = [r / b - 1 for r, b in zip(rec.cpu_rounds, bare.cpu_rounds, strict=False) if b]
+    cpu_per_stream = [f"{t.name} {t.ttft_cpu_s / t.ttft_streams * 1e6:.0f} us" for t in targets if t.ttft_streams]
+    print("proxy CPU per stream, one at a time (10 events each): " + ", ".join(cpu_per_stream))
     for t in targets:
         if t.why:
             print(f"{t.name} failures: {dict(t.why)}")

@@ -21,6 +21,8 @@ from proxy.replay import ReplayIndex
 
 log = logging.getLogger("bench.proxy")
 
+RECORD_DELAY = 0.002
+
 MODES = ("record", "replay", "auto", "passthrough")
 
 
@@ -95,12 +97,17 @@ class ProxyState:
 
     async def _drain(self) -> None:
         try:
+            # Start a moment later: a client's next request then reaches the upstream first, and this work runs while
+            # the proxy waits for the answer instead of delaying the request (back-to-back requests, TTFT).
+            await asyncio.sleep(RECORD_DELAY)
             while self._finished:
                 ex, end = self._finished.popleft()
                 if not ex.fp:
                     # Computed here, after the response, so that it never delays the first byte (record mode).
                     ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
                 await self._put(ex.to_record(end))
+                if self._finished:
+                    await asyncio.sleep(0)  # a burst of records must not hold the loop: let reads and writes in
         finally:
             if self._drainer is not None:
                 self.pending_records.discard(self._drainer)

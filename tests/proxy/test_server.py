@@ -9,6 +9,7 @@ import pytest
 
 from bench.cassette import CassetteReader
 from bench.cassette.writer import WriterClosed
+from bench.errors import BenchError
 from proxy import start_proxy
 from proxy.identity import identity_headers
 from tests.proxy.conftest import MESSAGES
@@ -73,3 +74,12 @@ async def test_a_failed_cassette_writer_does_not_stop_forwarding(
                 assert resp.status == 200
     await proxy.close()
     assert proxy.stats.lost == 2 and proxy.stats.exchanges == 0
+
+
+async def test_a_busy_port_is_a_one_line_error(upstream: Upstream, cassettes: Path) -> None:
+    first = await start_proxy(upstream=upstream.url, cassettes=cassettes, mode="passthrough")
+    port = int(first.url.rsplit(":", 1)[1])
+    with pytest.raises(BenchError, match=f"cannot listen on 127.0.0.1:{port}"):
+        await start_proxy(upstream=upstream.url, cassettes=cassettes, port=port)
+    await first.close()
+    assert not cassettes.exists()  # no cassette left behind by the proxy that could not start
