@@ -108,10 +108,15 @@ class ParsedExchange:
 
 
 def parse_exchange(
-    record: dict[str, Any], *, max_tokens: int | None = None, deadline_us: int | None = None
+    record: dict[str, Any],
+    *,
+    max_tokens: int | None = None,
+    deadline_us: int | None = None,
+    keep_events: bool = False,
 ) -> ParsedExchange:
     """Parse one cassette exchange record. `max_tokens` / `deadline_us` cut the stream as if generation had stopped
-    after that many completion tokens / the client had given up that long after sending the request."""
+    after that many completion tokens / the client had given up that long after sending the request.
+    `keep_events` keeps every parsed chunk in `.events` (off by default: it triples the memory and GC work)."""
     response = record.get("response") or {}
     request = record.get("request") or {}
     chunks: list[bytes] = response.get("chunks") or []
@@ -134,20 +139,22 @@ def parse_exchange(
     if parsed.status is not None and parsed.status >= 400:
         parsed.findings.append("http_error")
     if parsed.streamed:
-        _parse_stream(parsed, chunks, times, max_tokens)
+        _parse_stream(parsed, chunks, times, max_tokens, keep_events)
     else:
         _parse_body(parsed, chunks, times, max_tokens)
     return parsed
 
 
-def parse_stream(chunks: Sequence[bytes], times: Sequence[int]) -> ParsedExchange:
+def parse_stream(chunks: Sequence[bytes], times: Sequence[int], keep_events: bool = False) -> ParsedExchange:
     """Parse a live SSE stream (e.g. in a driver) with absolute read times."""
     parsed = ParsedExchange(streamed=True, status=200)
-    _parse_stream(parsed, chunks, times, None)
+    _parse_stream(parsed, chunks, times, None, keep_events)
     return parsed
 
 
-def _parse_stream(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None) -> None:
+def _parse_stream(
+    p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None, keep_events: bool
+) -> None:
     raw_events, cut = events_with_times(chunks, times)
     budget_cut = False
     if max_tokens is not None:
@@ -163,6 +170,7 @@ def _parse_stream(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[in
     counted = 0
     done = False
     bad_json = False
+    events = p.events if keep_events else None
     for t, data in raw_events:
         if data == "[DONE]":
             done = True
@@ -172,18 +180,17 @@ def _parse_stream(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[in
         except orjson.JSONDecodeError:
             bad_json = True
             continue
-        if not isinstance(obj, dict):
+        if type(obj) is not dict:
             bad_json = True
             continue
-        p.events.append((t, obj))
+        if events is not None:
+            events.append((t, obj))
         if obj.get("error"):
-            p.findings.append("error_event")
-            err = obj["error"]
-            p.error = str(err.get("message", err) if isinstance(err, dict) else err)
-        if p.model is None and obj.get("model"):
-            p.model = obj["model"]
-        if p.system_fingerprint is None and obj.get("system_fingerprint"):
-            p.system_fingerprint = obj["system_fingerprint"]
+            _error_event(p, obj["error"])
+        if p.model is None:
+            p.model = obj.get("model") or None
+        if p.system_fingerprint is None:
+            p.system_fingerprint = obj.get("system_fingerprint") or None
         usage = obj.get("usage")
         if usage:
             p.usage = usage
@@ -201,7 +208,13 @@ def _parse_stream(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[in
                     content.append(text)
                     counted += 1
             else:
-                counted += _apply_delta(delta, content, reasoning, calls)
+                # The common delta carries only content: handle it here, the rest in _apply_delta.
+                text = delta.get("content")
+                if text:
+                    content.append(text)
+                extra = len(delta) - ("role" in delta) - ("content" in delta)
+                if (extra and _apply_delta(delta, reasoning, calls)) or text:
+                    counted += 1
             if choice.get("finish_reason"):
                 p.finish_reason = choice["finish_reason"]
     p.content = "".join(content)
@@ -223,13 +236,9 @@ def _parse_stream(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[in
     _timing(p, token_times, counted)
 
 
-def _apply_delta(delta: dict[str, Any], content: list[str], reasoning: list[str], calls: dict[int, ToolCall]) -> int:
-    """Fold one delta into the answer; returns 1 if it carried output (content, reasoning or a tool-call part)."""
+def _apply_delta(delta: dict[str, Any], reasoning: list[str], calls: dict[int, ToolCall]) -> int:
+    """Fold a delta's reasoning and tool-call parts into the answer; returns 1 if it carried any output."""
     produced = 0
-    text = delta.get("content")
-    if text:
-        content.append(text)
-        produced = 1
     think = delta.get("reasoning_content") or delta.get("reasoning")
     if think and isinstance(think, str):
         reasoning.append(think)
@@ -262,6 +271,12 @@ def _apply_delta(delta: dict[str, Any], content: list[str], reasoning: list[str]
             call.name = legacy["name"]
         call.arguments += legacy.get("arguments") or ""
     return produced
+
+
+def _error_event(p: ParsedExchange, err: Any) -> None:
+    if "error_event" not in p.findings:
+        p.findings.append("error_event")
+    p.error = str(err.get("message", err) if isinstance(err, dict) else err)
 
 
 def _finish_calls(p: ParsedExchange, calls: dict[int, ToolCall]) -> None:
@@ -308,7 +323,8 @@ def _cut_to_tokens(events: list[tuple[int, str]], max_tokens: int) -> tuple[list
         except orjson.JSONDecodeError:
             continue
         choices = obj.get("choices") if isinstance(obj, dict) else None
-        if choices and _apply_delta(choices[0].get("delta") or {}, [], [], {}):
+        delta = (choices[0].get("delta") or {}) if choices else {}
+        if delta.get("content") or _apply_delta(delta, [], {}):
             produced += 1
     return kept, False
 
