@@ -14,7 +14,7 @@ from bench.fingerprint import fingerprint
 from proxy.errors import error_response, shutting_down, unauthorized
 from proxy.forward import TAG_PREFIX, forward, serve_recorded
 from proxy.recorder import Exchange
-from proxy.replay import describe_miss
+from proxy.replay import describe_miss, match_key
 from proxy.state import ProxyState
 
 STATE = web.AppKey("bench_proxy_state", ProxyState)
@@ -61,7 +61,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         upstream_url=state.upstream_label,
     )
     if state.index is not None:
-        hit = state.index.take(fp, wrap=state.mode == "replay")
+        hit = state.index.take(match_key(fp, body), wrap=state.mode == "replay")
         if hit is None and state.mode == "replay":
             state.stats.misses += 1
             nearest = state.index.nearest(request.method, path, query, body)

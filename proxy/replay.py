@@ -7,6 +7,7 @@ used-up fingerprint is a miss, so the extra request is forwarded and recorded.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +64,8 @@ class ReplayIndex:
         self.all = sorted(recorded, key=lambda r: int(r.record.get("started") or 0))
         self.by_fp: dict[str, list[Recorded]] = defaultdict(list)
         for item in self.all:
-            self.by_fp[item.record["request"]["fp"]].append(item)
+            request = item.record["request"]
+            self.by_fp[match_key(request["fp"], request.get("body") or b"")].append(item)
         self._next: dict[str, int] = {}
         self.files = len({r.cassette for r in recorded})
 
@@ -80,17 +82,17 @@ class ReplayIndex:
     def __len__(self) -> int:
         return len(self.all)
 
-    def take(self, fp: str, *, wrap: bool) -> Recorded | None:
-        """The next recording of this fingerprint, or None (unknown, or used up and not wrapping)."""
-        items = self.by_fp.get(fp)
+    def take(self, key: str, *, wrap: bool) -> Recorded | None:
+        """The next recording for a `match_key`, or None (unknown, or used up and not wrapping)."""
+        items = self.by_fp.get(key)
         if not items:
             return None
-        i = self._next.get(fp, 0)
+        i = self._next.get(key, 0)
         if i >= len(items):
             if not wrap:
                 return None
             i = 0
-        self._next[fp] = i + 1
+        self._next[key] = i + 1
         return items[i]
 
     def nearest(self, method: str, path: str, query: str, body: bytes) -> tuple[Recorded, list[str]] | None:
@@ -108,9 +110,27 @@ class ReplayIndex:
         return None if best is None else (best[1], best[2])
 
 
+def streams(body: bytes) -> bool:
+    """Whether the request asks for a stream; cheap for bodies that do not mention it."""
+    if b'"stream"' not in body:
+        return False
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(doc, dict) and bool(doc.get("stream"))
+
+
+def match_key(fp: str, body: bytes) -> str:
+    """The fingerprint, plus whether a stream was asked for: `stream` is volatile for the fingerprint (the same
+    question), but a client that asked for JSON cannot be served an SSE stream, nor the other way round."""
+    return f"{fp}/stream" if streams(body) else fp
+
+
 def _comparable(method: str, path: str, query: str, body: bytes) -> dict[str, Any]:
     canon = canonical_body(body)
     return {
+        "stream": streams(body),
         "method": method.upper(),
         "path": path.rstrip("/") or "/",
         "query": dict(canonical_query(query)),

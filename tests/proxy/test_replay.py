@@ -155,3 +155,19 @@ async def test_replay_skips_replays_and_disconnects_when_indexing(upstream: Upst
         await player.close()
     assert len(list(cassettes.glob("*.cassette"))) == 3
     assert json.loads(body)["object"] == "chat.completion"
+
+
+async def test_a_stream_is_never_served_to_a_client_that_asked_for_json(upstream: Upstream, cassettes: Path) -> None:
+    recorder = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    client = sdk(recorder.url + "/v1")
+    streamed = await raw_chat(client, stream=True)
+    await client.close()
+    await recorder.close()
+    player = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
+    client = sdk(player.url + "/v1")
+    assert await raw_chat(client, stream=True) == streamed
+    with pytest.raises(openai.NotFoundError) as missed:
+        await client.chat.completions.create(model="test-model", messages=MESSAGES)
+    await client.close()
+    await player.close()
+    assert isinstance(missed.value.body, dict) and missed.value.body["nearest"]["differs"] == ["stream"]
