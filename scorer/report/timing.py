@@ -6,7 +6,8 @@ per model: ITL over all gaps of all exchanges (not a mean of per-request means),
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +72,8 @@ def timing(results: Iterable[dict[str, Any]]) -> Timing:
     ttft: list[float] = []
     tpot: list[float] = []
     e2el: list[float] = []
-    itl_lists: list[np.ndarray] = []
+    itl_lists: list[Sequence[float]] = []
+    n_gaps = 0
     tokens: list[float] = []
     tokens_e2el: list[float] = []
     exchanges = streamed = counted = total_tokens = 0
@@ -86,9 +88,9 @@ def timing(results: Iterable[dict[str, Any]]) -> Timing:
             if per_token is not None:
                 tpot.append(per_token)
             gaps = ex.get("itl_us")
-            if gaps is not None and len(gaps):
-                # Arrays when read from a file (views into one buffer), lists when rescored in memory.
-                itl_lists.append(gaps if isinstance(gaps, np.ndarray) else np.asarray(gaps, dtype=float))
+            if gaps:
+                itl_lists.append(gaps)
+                n_gaps += len(gaps)
             end = ex.get("e2el_us")
             if end is not None:
                 e2el.append(end)
@@ -100,7 +102,8 @@ def timing(results: Iterable[dict[str, Any]]) -> Timing:
                 if end:
                     tokens.append(out)
                     tokens_e2el.append(end)
-    itl = np.concatenate(itl_lists) if itl_lists else np.empty(0)
+    # One pass over all gaps into a preallocated array: half the cost of an array per exchange.
+    itl = np.fromiter(itertools.chain.from_iterable(itl_lists), dtype=float, count=n_gaps)
     tok = np.asarray(tokens, dtype=float)
     tok_s = np.asarray(tokens_e2el, dtype=float) / 1e6
     return Timing(

@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 CATALOG_HASH = "sha256:" + "c" * 64
@@ -167,6 +168,7 @@ SUITES = {
 def synthetic(n_results: int, *, seed: int = 1, models: int = 4, epochs: int = 5) -> list[dict[str, Any]]:
     """A realistic spread: models of different skill and speed, flaky tests, retries, errors, 50-300 ITL gaps."""
     rng = random.Random(seed)
+    gauss = np.random.default_rng(seed)  # the bulk of the numbers: numpy draws them ~50x faster
     names = [f"model-{chr(ord('a') + i)}" for i in range(models)]
     tests_needed = max(1, -(-n_results // (models * epochs)))
     suite_names = sorted(SUITES)
@@ -192,7 +194,9 @@ def synthetic(n_results: int, *, seed: int = 1, models: int = 4, epochs: int = 5
                 if status == "errored":
                     exchanges.append(exchange(f"x{len(out)}", outcome="timeout", status=504, attempt=retries + 1))
                 else:
-                    gaps = [max(100, int(rng.gauss(itl_base, itl_base / 4))) for _ in range(rng.randint(50, 300))]
+                    gaps = (
+                        np.maximum(100, gauss.normal(itl_base, itl_base / 4, rng.randint(50, 300))).astype(int).tolist()
+                    )
                     exchanges.append(
                         exchange(
                             f"x{len(out)}",
