@@ -185,7 +185,9 @@ def paired_deltas(both: list[tuple[Key, dict[str, Any], dict[str, Any]]]) -> lis
         if scope == "overall":
             # Scores are not just pass/fail (partial credit): the bootstrap shows how far the mean score moved.
             mean, low, high = paired_bootstrap(
-                [float(ra.get("score") or 0.0) for ra, _ in pairs], [float(rb.get("score") or 0.0) for _, rb in pairs]
+                [float(ra.get("score") or 0.0) for ra, _ in pairs],
+                [float(rb.get("score") or 0.0) for _, rb in pairs],
+                resamples=1000,
             )
             delta.score_delta, delta.score_low, delta.score_high = mean, low, high
         deltas.append(delta)
