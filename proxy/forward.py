@@ -18,8 +18,8 @@ from yarl import URL
 
 from bench.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
 from proxy.errors import JSON_TYPE, error_body
-from proxy.identity import body_identity, identity_headers
-from proxy.recorder import Exchange, TokenWatch
+from proxy.identity import identity_headers
+from proxy.recorder import Exchange
 from proxy.replay import Recorded
 from proxy.state import ProxyState
 
@@ -201,13 +201,9 @@ async def _forward(
         )
         await response.prepare(request)
         ex.own_ns += monotonic_ns() - t
-        # Nothing is recorded in passthrough mode: no need to look for tokens or identity.
-        recording = state.writer is not None
-        finished = await _pump(request, upstream, response, ex, watchdog, recording and ex.streamed)
+        finished = await _pump(request, upstream, response, ex, watchdog)
         if not finished and ex.outcome != CLIENT_DISCONNECTED:
             state.stats.errors += 1
-        if recording and not ex.streamed and ex.chunks:
-            ex.model, ex.system_fingerprint = body_identity(b"".join(ex.chunks), content_type)
         return response
     finally:
         ex.server = upstream.headers.get("Server")
@@ -225,56 +221,42 @@ async def _pump(
     response: web.StreamResponse,
     ex: Exchange,
     watchdog: IdleWatchdog | None,
-    watch_tokens: bool,
 ) -> bool:
     """Forward the body read by read; True if it was read to its end and the client got all of it."""
     content = upstream.content
     chunks = ex.chunks
     times = ex.times
-    watch = TokenWatch() if watch_tokens else None
-    try:
-        while True:
-            try:
-                chunk = await content.readany()
-            except asyncio.CancelledError:
-                if watchdog is None or not watchdog.absorb():
-                    raise
-                ex.fail(TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
-                ex.cut = True
-                _abort_client(request)
-                return False
-            except TimeoutError:
-                ex.fail(TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
-                ex.cut = True
-                _abort_client(request)
-                return False
-            except aiohttp.ClientError as exc:
-                ex.fail(UPSTREAM_ERROR, f"upstream broke the body off: {exc or type(exc).__name__}")
-                ex.cut = True
-                _abort_client(request)
-                return False
-            if not chunk:
-                break
-            t = monotonic_ns()
-            chunks.append(chunk)
-            times.append(t)
-            try:
-                await response.write(chunk)
-            except ConnectionError:
-                ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
-                return False
-            # Parsed after the write: looking for the first token must not delay it.
-            if watch is not None and watch.feed(chunk):
-                if watch.found:
-                    ex.first_token = t
-                ex.model, ex.system_fingerprint = watch.model, watch.system_fingerprint
-                watch = None
-            ex.own_ns += monotonic_ns() - t
-        await response.write_eof()
-        return True
-    finally:
-        if watch is not None:
-            ex.model, ex.system_fingerprint = watch.model, watch.system_fingerprint
+    while True:
+        try:
+            chunk = await content.readany()
+        except asyncio.CancelledError:
+            if watchdog is None or not watchdog.absorb():
+                raise
+            return _cut(request, ex, TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
+        except TimeoutError:
+            return _cut(request, ex, TIMEOUT, "upstream took longer than the request timeout")
+        except aiohttp.ClientError as exc:
+            return _cut(request, ex, UPSTREAM_ERROR, f"upstream broke the body off: {exc or type(exc).__name__}")
+        if not chunk:
+            break
+        t = monotonic_ns()
+        chunks.append(chunk)
+        times.append(t)
+        try:
+            await response.write(chunk)
+        except ConnectionError:
+            ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
+            return False
+        ex.own_ns += monotonic_ns() - t
+    await response.write_eof()
+    return True
+
+
+def _cut(request: web.Request, ex: Exchange, outcome: str, why: str) -> bool:
+    ex.fail(outcome, why)
+    ex.cut = True
+    _abort_client(request)
+    return False
 
 
 async def _sleep_until(deadline_ns: int) -> None:

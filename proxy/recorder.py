@@ -1,8 +1,8 @@
 """One exchange as it happens, and its cassette record (docs/cassette-format.md, `exchange`).
 
-The hot path only appends each read and its arrival time; everything else (deltas, outcome, identity) is worked out
-once when the exchange ends. SSE events are parsed only until the first token is seen, then parsing stops: after
-that the proxy's cost per chunk is two clock reads and two appends.
+The hot path only appends each read and its arrival time (two clock reads and two appends per chunk); everything
+else (deltas, outcome, first token, identity) is worked out once the exchange has ended, off the forwarding path.
+SSE events are parsed read by read only until the first token is found, then parsing stops.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import orjson
 
 from bench.cassette.format import COMPLETE, TRUNCATED, UPSTREAM_ERROR
 from bench.sse import SSEParser
-from proxy.identity import payload_identity
+from proxy.identity import body_identity, payload_identity
 
 # A stream that has not produced a token after this many events is not worth parsing further (CPU bound).
 MAX_WATCHED_EVENTS = 256
@@ -183,6 +183,27 @@ class Exchange:
         if ended and not stream_finished(self.chunks):
             self.outcome = TRUNCATED
             self.error = self.error or "the stream ended without data: [DONE] and without a finish_reason"
+
+    def identify(self) -> None:
+        """First token and served identity, worked out from the recorded reads once the exchange is over.
+
+        The reads are parsed with an incremental SSE parser, one read at a time with its arrival time, until the
+        first token, exactly as a live watch would, but off the forwarding path: nothing delays a read reaching the
+        client, and the result (the arrival time of the read that completed the first token event) is the same.
+        """
+        if self.replay_of is not None or not self.chunks:
+            return  # a replay copies these from the recording
+        if not self.streamed:
+            content_type = next((v for k, v in self.resp_headers if k.lower() == "content-type"), "")
+            self.model, self.system_fingerprint = body_identity(b"".join(self.chunks), content_type)
+            return
+        watch = TokenWatch()
+        for chunk, t in zip(self.chunks, self.times, strict=False):
+            if watch.feed(chunk):
+                if watch.found:
+                    self.first_token = t
+                break
+        self.model, self.system_fingerprint = watch.model, watch.system_fingerprint
 
     def to_record(self, end_ns: int | None = None) -> dict[str, Any]:
         t0 = self.t0

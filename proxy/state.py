@@ -102,6 +102,7 @@ class ProxyState:
             await asyncio.sleep(RECORD_DELAY)
             while self._finished:
                 ex, end = self._finished.popleft()
+                ex.identify()
                 if not ex.fp:
                     # Computed here, after the response, so that it never delays the first byte (record mode).
                     ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
