@@ -201,7 +201,7 @@ async def _forward(
         )
         await response.prepare(request)
         ex.own_ns += monotonic_ns() - t
-        finished = await _pump(request, upstream, response, ex, watchdog)
+        finished = await _pump(request, upstream, response, ex, watchdog, state)
         if not finished and ex.outcome != CLIENT_DISCONNECTED:
             state.stats.errors += 1
         return response
@@ -221,11 +221,13 @@ async def _pump(
     response: web.StreamResponse,
     ex: Exchange,
     watchdog: IdleWatchdog | None,
+    state: ProxyState,
 ) -> bool:
     """Forward the body read by read; True if it was read to its end and the client got all of it."""
     content = upstream.content
     chunks = ex.chunks
     times = ex.times
+    first = True
     while True:
         try:
             chunk = await content.readany()
@@ -248,6 +250,9 @@ async def _pump(
             ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
             return False
         ex.own_ns += monotonic_ns() - t
+        if first:
+            first = False
+            state.first_byte_sent(ex)
     await response.write_eof()
     return True
 
@@ -303,6 +308,7 @@ async def serve_recorded(request: web.Request, state: ProxyState, ex: Exchange, 
         except ConnectionError:
             ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
             return response
+        state.first_byte_sent(ex)
     if resp_rec.get("cut"):
         # The recorded upstream broke the body off: break it off the same way.
         ex.cut = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from proxy.replay import ReplayIndex
 log = logging.getLogger("bench.proxy")
 
 RECORD_DELAY = 0.002
+MAX_RECORD_WAIT = 0.05
 
 MODES = ("record", "replay", "auto", "passthrough")
 
@@ -67,18 +69,27 @@ class ProxyState:
     def __post_init__(self) -> None:
         self._finished: deque[tuple[Exchange, int]] = deque()
         self._drainer: asyncio.Task[None] | None = None
+        self.awaiting: set[Exchange] = set()  # exchanges whose first response byte has not been sent yet
+        self._quiet = asyncio.Event()
         self._origin = str(self.upstream.origin()) if self.upstream is not None else ""
         self._base_path = self.upstream.raw_path.rstrip("/") if self.upstream is not None else ""
 
     def begin(self, ex: Exchange, task: asyncio.Task[Any]) -> None:
         self.in_flight[ex] = task
+        self.awaiting.add(ex)
         if self.idle.is_set():
             self.idle.clear()
+
+    def first_byte_sent(self, ex: Exchange) -> None:
+        self.awaiting.discard(ex)
+        if not self.awaiting:
+            self._quiet.set()
 
     def finish(self, ex: Exchange) -> None:
         """Queue a finished exchange for the writer; the handler never waits for building or packing its record."""
         end = monotonic_ns()
         self.in_flight.pop(ex, None)
+        self.first_byte_sent(ex)
         ex.settle_stream()
         if not self.in_flight:
             self.idle.set()
@@ -97,17 +108,21 @@ class ProxyState:
 
     async def _drain(self) -> None:
         try:
-            # Start a moment later: a client's next request then reaches the upstream first, and this work runs while
-            # the proxy waits for the answer instead of delaying the request (back-to-back requests, TTFT).
+            # Building and packing records waits until no exchange is waiting for its first byte (or MAX_RECORD_WAIT
+            # has passed): a client's next request reaches the upstream and its first token goes back undelayed,
+            # and this work runs while the proxy waits on the network.
             await asyncio.sleep(RECORD_DELAY)
             while self._finished:
-                ex, end = self._finished.popleft()
-                ex.identify()
-                if not ex.fp:
-                    # Computed here, after the response, so that it never delays the first byte (record mode).
-                    ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
-                await self._put(ex.to_record(end))
-                if self._finished:
+                if self.awaiting:
+                    self._quiet.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._quiet.wait(), MAX_RECORD_WAIT)
+                for _ in range(len(self._finished)):
+                    ex, end = self._finished.popleft()
+                    ex.identify()
+                    if not ex.fp:
+                        ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
+                    await self._put(ex.to_record(end))
                     await asyncio.sleep(0)  # a burst of records must not hold the loop: let reads and writes in
         finally:
             if self._drainer is not None:
