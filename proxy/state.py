@@ -23,7 +23,7 @@ from proxy.replay import ReplayIndex
 log = logging.getLogger("bench.proxy")
 
 RECORD_DELAY = 0.002
-MAX_RECORD_WAIT = 0.05
+MAX_RECORD_WAIT = 0.02
 
 MODES = ("record", "replay", "auto", "passthrough")
 
