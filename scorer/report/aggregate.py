@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from scorer.report.load import Scores
+from scorer.report.load import Scores, paused_gc
 from scorer.report.stats import pass_at_k, pass_hat_k, wilson
 from scorer.report.timing import Timing, timing
 
@@ -114,6 +114,11 @@ class Report:
 
 def build(scores: Scores) -> Report:
     """Aggregate one scores file (or an in-memory rescore) into a Report."""
+    with paused_gc():
+        return _build(scores)
+
+
+def _build(scores: Scores) -> Report:
     by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for result in scores.results:
         by_model[str(result.get("model"))].append(result)
@@ -148,7 +153,8 @@ class Scan:
 
 
 def scan(model: str, results: list[dict[str, Any]]) -> Scan:
-    tally: Counter[tuple[str, str, str]] = Counter()  # (scope, group, status or "passed") -> results
+    # One count per (suite, category, status, passed) combination: a handful of keys, summed into groups afterwards.
+    combos: Counter[tuple[str, str, str, bool]] = Counter()
     epoch_tally: dict[tuple[str | None, str], list[int]] = defaultdict(lambda: [0, 0])
     fail_counter: Counter[str] = Counter()
     served: set[str] = set()
@@ -158,12 +164,7 @@ def scan(model: str, results: list[dict[str, Any]]) -> Scan:
     for result in results:
         status = str(result.get("status"))
         passed = status == "scored" and bool(result.get("passed"))
-        suite, category = str(result.get("suite") or "?"), str(result.get("category") or "?")
-        for scope, name in (("overall", ""), ("suite", suite), ("category", category)):
-            tally[(scope, name, "total")] += 1
-            tally[(scope, name, status)] += 1
-            if passed:
-                tally[(scope, name, "passed")] += 1
+        combos[(str(result.get("suite") or "?"), str(result.get("category") or "?"), status, passed)] += 1
         if status == "scored":
             cell = epoch_tally[(result.get("run"), str(result.get("test")))]
             cell[0] += 1
@@ -184,13 +185,16 @@ def scan(model: str, results: list[dict[str, Any]]) -> Scan:
         if result.get("system_fingerprint"):
             fps[result.get("run")].add(str(result["system_fingerprint"]))
         encoded_settings.add(orjson.dumps(result.get("settings") or {}, option=orjson.OPT_SORT_KEYS))
+    groups: dict[tuple[str, str], Counts] = defaultdict(Counts)
+    for (suite, category, status, passed), n in combos.items():
+        for where in (("overall", ""), ("suite", suite), ("category", category)):
+            counts = groups[where]
+            counts.total += n
+            counts.passed += n if passed else 0
+            if status in STATUSES:
+                setattr(counts, status, getattr(counts, status) + n)
     rows = []
-    for scope, group in sorted({(sc, gr) for sc, gr, _ in tally}, key=lambda g: (SCOPES.index(g[0]), g[1])):
-        counts = Counts(
-            total=tally[(scope, group, "total")],
-            passed=tally[(scope, group, "passed")],
-            **{st: tally[(scope, group, st)] for st in STATUSES},
-        )
+    for (scope, group), counts in sorted(groups.items(), key=lambda g: (SCOPES.index(g[0][0]), g[0][1])):
         low, high = wilson(counts.passed, counts.scored)
         rows.append(
             RateRow(model, scope, group, counts, counts.passed / counts.scored if counts.scored else None, low, high)
