@@ -55,8 +55,9 @@ def llama_server(port: int | None = None, timeout: float = 120.0) -> Iterator[st
         "chatml-function-calling",
         "--n_ctx",
         "4096",
+        # One thread: the other core stays free for the proxy and the client whose timing the tests compare.
         "--n_threads",
-        "2",
+        "1",
         # By default a new request cuts the stream in flight short (seen as broken chunked bodies).
         "--interrupt_requests",
         "False",
