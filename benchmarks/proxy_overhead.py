@@ -1,7 +1,7 @@
 """What `bench proxy` costs over a direct connection and over a bare aiohttp pass-through (issue 2's figures).
 
-    .venv/bin/python benchmarks/proxy_overhead.py            # full run, ~1-2 minutes on 2 cores
-    .venv/bin/python benchmarks/proxy_overhead.py --quick    # a smoke run, ~30 s
+    .venv/bin/python benchmarks/proxy_overhead.py            # full run, ~1.5 minutes on 2 cores
+    .venv/bin/python benchmarks/proxy_overhead.py --quick    # a smoke run, ~15 s
 
 Everything runs on loopback, each server in its own process: a paced mock upstream (OpenAI-style SSE chunks of
 ~230 bytes with real-word text), a bare aiohttp pass-through (the floor for an aiohttp proxy), `bench proxy
@@ -340,7 +340,7 @@ def main() -> int:
         return 0
 
     ttft_rounds, per_round = (6, 5) if args.quick else (30, 10)
-    load_rounds, streams = (1, 64) if args.quick else (6, 256)
+    load_rounds, streams = (1, 64) if args.quick else (10, 256)
     streams = args.streams or streams
     tokens, itl_ms = (40, 25.0)
     py = sys.executable
