@@ -65,6 +65,8 @@ def upstream_headers(request: web.Request, state: ProxyState) -> CIMultiDict[str
     if state.upstream_key is not None or state.client_token is not None:
         # The client's Authorization held the proxy's token (or the upstream key replaces it): never pass it on.
         out.popall("Authorization", None)
+        if state.client_token is not None and out.get("api-key", "").strip() == state.client_token:
+            del out["api-key"]
         if state.upstream_key is not None:
             out["Authorization"] = f"Bearer {state.upstream_key}"
     return out

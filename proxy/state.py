@@ -121,10 +121,17 @@ class ProxyState:
                 since = monotonic_ns()
                 for _ in range(len(self._finished)):
                     ex, end = self._finished.popleft()
-                    ex.identify()
-                    if not ex.fp:
-                        ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
-                    await self._put(ex.to_record(end))
+                    try:
+                        ex.identify()
+                        if not ex.fp:
+                            ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
+                        record = ex.to_record(end)
+                    except Exception:  # a bug on odd bytes must cost one record, not every later one
+                        log.exception("bench proxy: could not build the record of exchange x%d", ex.seq)
+                        self.stats.exchanges -= 1
+                        self.stats.lost += 1
+                        continue
+                    await self._put(record)
                     if monotonic_ns() - since > MAX_RECORD_HOLD_NS:
                         # A burst of records must not hold the loop; between yields they reach the writer thread
                         # together (fewer wake-ups, larger compressed blocks).
