@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import signal
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+from openai import AsyncOpenAI
 
 from bench.cassette import read_cassette
 from bench.parse import parse_exchange
 from proxy import start_proxy
-from tests.support.llm_server import free_port
+from tests.support.timing_fidelity import measure_fidelity
 
 pytestmark = pytest.mark.llm
 
@@ -84,76 +78,11 @@ async def test_record_then_replay_the_same_bytes_with_the_server_stopped(smollm2
 async def test_recorded_timing_agrees_with_what_the_client_measured(smollm2: str, tmp_path: Path) -> None:
     """Catches mis-stamped reads (stamped on write, merged or split reads); the 1 ms figure itself is measured by
     benchmarks/timing_fidelity.py on a quiet machine, since a shared 2-core machine delays any process by ms."""
-    # The proxy runs as users run it, in its own process, so that the client's event loop measures only itself.
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "proxy",
-            "--upstream",
-            smollm2.removesuffix("/v1"),
-            "--port",
-            str(port),
-            "--cassettes",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    client_ttft: list[float] = []
-    client_gaps: list[list[float]] = []
-    sent: list[float] = []
-
-    async def on_request(request: Any) -> None:
-        # The client's clock starts when the request goes on the wire, not while the SDK builds it.
-        sent.append(time.perf_counter())
-
-    try:
-        await wait_for_port(port)
-        http = DefaultAsyncHttpxClient(event_hooks={"request": [on_request]})
-        client = AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", http_client=http)
-        for i in range(8):
-            stream = await client.chat.completions.create(
-                model="smollm2",
-                messages=[{"role": "user", "content": f"Count from {i} to {i + 20}."}],
-                max_tokens=40,
-                temperature=0,
-                stream=True,
-            )
-            stamps = [time.perf_counter() async for chunk in stream if chunk.choices]
-            client_ttft.append((stamps[0] - sent[-1]) * 1e6)
-            client_gaps.append([(b - a) * 1e6 for a, b in itertools.pairwise(stamps)])
-        await client.close()
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(30)
-    [cassette] = tmp_path.glob("*.cassette")
-    _, exchanges = read_cassette(cassette)
-    assert len(exchanges) == 8
-    ttft_diffs = []
-    gap_diffs: list[float] = []
-    for record, ttft, gaps in zip(exchanges, client_ttft, client_gaps, strict=True):
-        timing = parse_exchange(record).timing
-        assert timing.ttft_us is not None
-        ttft_diffs.append(abs(ttft - timing.ttft_us))
-        assert len(timing.itl_us) == len(gaps), "the same events, counted alike"
-        gap_diffs.extend(abs(c - r) for c, r in zip(gaps, timing.itl_us, strict=True))
-    ttft_p50, itl_p50 = statistics.median(ttft_diffs), statistics.median(gap_diffs)
+    result = await measure_fidelity(smollm2.removesuffix("/v1"), tmp_path, requests=8, max_tokens=40)
+    assert result.recorded == 8
+    assert result.mismatched == 0, "the same events, counted alike, each with a first token"
+    ttft_p50 = statistics.median(abs(d) for d in result.ttft_diff_us)
+    itl_p50 = statistics.median(abs(d) for d in result.itl_diff_us)
     print(f"TTFT |client - recorded| p50 {ttft_p50:.0f} us; ITL p50 {itl_p50:.0f} us")
-    assert ttft_p50 < 25_000, ttft_diffs
+    assert ttft_p50 < 25_000, result.ttft_diff_us
     assert itl_p50 < 5_000
-
-
-async def wait_for_port(port: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
