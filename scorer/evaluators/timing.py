@@ -9,24 +9,23 @@ from scorer.evaluators._args import number
 from scorer.registry import REQUIRED, EvalContext, Score, evaluator
 
 
+def _latency_under(ctx: EvalContext, args: Mapping[str, Any], field: str, label: str, missing: str) -> Score:
+    limit = number(args, "ms")
+    value = ctx.timing.get(field)
+    if value is None:
+        return Score.skipped(missing)
+    ms = value / 1000
+    return Score.of(ms < limit, f"{label} {ms:.1f} ms {'<' if ms < limit else '>='} {limit:g} ms")
+
+
 @evaluator("ttft_under", args={"ms": REQUIRED})
 def ttft_under(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    limit = number(args, "ms")
-    ttft = ctx.timing.get("ttft_us")
-    if ttft is None:
-        return Score.skipped("no time to first token (not streamed, or no token)")
-    ms = ttft / 1000
-    return Score.of(ms < limit, f"TTFT {ms:.1f} ms {'<' if ms < limit else '>='} {limit:g} ms")
+    return _latency_under(ctx, args, "ttft_us", "TTFT", "no time to first token (not streamed, or no token)")
 
 
 @evaluator("total_under", args={"ms": REQUIRED})
 def total_under(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    limit = number(args, "ms")
-    e2el = ctx.timing.get("e2el_us")
-    if e2el is None:
-        return Score.skipped("no end-to-end latency recorded")
-    ms = e2el / 1000
-    return Score.of(ms < limit, f"total {ms:.1f} ms {'<' if ms < limit else '>='} {limit:g} ms")
+    return _latency_under(ctx, args, "e2el_us", "total", "no end-to-end latency recorded")
 
 
 @evaluator("tokens_per_second_over", args={"value": REQUIRED})
