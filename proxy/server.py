@@ -13,12 +13,11 @@ from yarl import URL
 
 from bench.cassette import CassetteWriter, Redactor, new_cassette_path
 from bench.errors import BenchError
+from bench.serving import listen
 from proxy.app import build_app
 from proxy.replay import ReplayIndex, parse_pace
 from proxy.state import MODES, ProxyState, ProxyStats
 
-# FIELD-NOTES: the default backlog of 128 overflowed with 256 clients connecting at once (SYN retries add 1 s).
-LISTEN_BACKLOG = 2048
 # FIELD-NOTES: TCPConnector's default limit of 100 queues streams inside the proxy beyond 100 concurrent ones.
 UPSTREAM_CONNECTIONS = 4096
 
@@ -157,16 +156,7 @@ async def start_proxy(
         secret_headers=redactor.headers,
         idle_timeout=idle_timeout,
     )
-    runner = web.AppRunner(build_app(state), handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
-    try:
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
-        raise BenchError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port or --host") from None
-    bound = runner.addresses[0]
-    url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
+    runner, site, url = await listen(build_app(state), host, port)
 
     if mode != "replay":
         # No session at all in replay mode: it must never open a network connection.

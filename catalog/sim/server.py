@@ -14,6 +14,7 @@ import orjson
 from aiohttp import web
 
 from bench.errors import BenchError
+from bench.serving import listen
 from bench.testspec import Catalog
 from catalog.sim.behaviours import BEHAVIOURS
 from catalog.sim.faults import Fault, FaultPlan, request_key, split_model
@@ -28,7 +29,6 @@ from catalog.sim.stream import (
     limit_reply,
 )
 
-LISTEN_BACKLOG = 2048
 # A stall without a duration lasts until the client gives up.
 FOREVER = 3600.0
 
@@ -262,13 +262,5 @@ async def start_sim(
         catalog=catalog if catalog is not None else default_catalog(),
         api_key=api_key,
     )
-    runner = web.AppRunner(sim.app(), access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
-    try:
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
-        raise BenchError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
-    bound = runner.addresses[0]
-    return RunningSim(sim, runner, f"http://{host}:{bound[1]}")
+    runner, _, url = await listen(sim.app(), host, port)
+    return RunningSim(sim, runner, url)

@@ -1,0 +1,27 @@
+"""Starting an aiohttp server on a host and port, shared by the proxy and the simulator.
+
+Lives in the core for both of them; the scorer never imports it (it is the one core module that imports aiohttp).
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from bench.errors import BenchError
+
+# FIELD-NOTES: the default backlog of 128 overflowed with 256 clients connecting at once (SYN retries add 1 s).
+LISTEN_BACKLOG = 2048
+
+
+async def listen(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, web.TCPSite, str]:
+    """Serve `app`; returns the runner, the site and the base URL with the port actually bound (port 0: any)."""
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise BenchError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port or --host") from None
+    bound = runner.addresses[0]
+    return runner, site, f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
