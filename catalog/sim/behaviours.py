@@ -199,13 +199,19 @@ def _wrong_value(value: Any) -> Any:
 _NO_MATCH = "this text is not in the file (sim: flawed edit)"
 
 
-def _unappliable(call: SimCall) -> SimCall:
-    """The same edit aimed at text that is not there, so the tool refuses it."""
+def _object_args(call: SimCall) -> dict[str, Any] | None:
+    """The call's arguments when they are a JSON object (a reference edit), else None: nothing to distort."""
     try:
         args = orjson.loads(call.arguments)
     except orjson.JSONDecodeError:
-        return call
-    if not isinstance(args, dict):
+        return None
+    return args if isinstance(args, dict) else None
+
+
+def _unappliable(call: SimCall) -> SimCall:
+    """The same edit aimed at text that is not there, so the tool refuses it."""
+    args = _object_args(call)
+    if args is None:
         return call
     if call.name == "apply_patch":
         key = next((k for k, v in args.items() if isinstance(v, str) and "@@" in v), None) or "patch"
@@ -213,20 +219,17 @@ def _unappliable(call: SimCall) -> SimCall:
         target = path or _patched_path(str(args.get(key, ""))) or "README.md"
         args[key] = f"--- a/{target}\n+++ b/{target}\n@@ -1,1 +1,1 @@\n-{_NO_MATCH}\n+{_NO_MATCH} (fixed)\n"
     else:
-        key = next((k for k in args if "old" in k.lower() or k.lower() in ("search", "find")), None)
-        if key is None:
+        old_key = next((k for k in args if "old" in k.lower() or k.lower() in ("search", "find")), None)
+        if old_key is None:
             return call
-        args[key] = _NO_MATCH
+        args[old_key] = _NO_MATCH
     return SimCall(call.name, dumps(args))
 
 
 def _breaking(call: SimCall) -> SimCall:
     """The same edit with a line that breaks the program appended to what it inserts."""
-    try:
-        args = orjson.loads(call.arguments)
-    except orjson.JSONDecodeError:
-        return call
-    if not isinstance(args, dict):
+    args = _object_args(call)
+    if args is None:
         return call
     if call.name == "apply_patch":
         key = next((k for k, v in args.items() if isinstance(v, str) and "@@" in v), None)
