@@ -27,6 +27,7 @@ from bench.cassette import CassetteReader, CassetteWriter  # noqa: E402
 from bench.parse import parse_exchange  # noqa: E402
 from bench.testspec import Catalog, Check, TestSpec  # noqa: E402
 from scorer.pipeline import rescore  # noqa: E402
+from scorer.synth import exchange_record  # noqa: E402
 
 TOKENS = 300
 TOOL = {
@@ -132,7 +133,7 @@ def build(path: Path, n: int) -> tuple[Catalog, float]:
         ),
         hash="hw",
     )
-    sizes = []
+    sizes: list[int] = []
     with CassetteWriter(path, run={"id": "bench", "tests": {"b.text": "ht", "b.tool": "hw"}}) as w:
         for i in range(n):
             is_tool = i % 2 == 1
@@ -146,33 +147,8 @@ def build(path: Path, n: int) -> tuple[Catalog, float]:
                 "turn": "0",
                 "attempt": "1",
             }
-            w.put(
-                {
-                    "id": f"x{i}",
-                    "started": 0,
-                    "mode": "record",
-                    "request": {
-                        "method": "POST",
-                        "path": "/v1/chat/completions",
-                        "query": "",
-                        "headers": [],
-                        "body": b'{"model":"m","stream":true,"temperature":0}',
-                        "fp": "fp1:0",
-                    },
-                    "response": {
-                        "status": 200,
-                        "headers": [],
-                        "chunks": chunks,
-                        "chunk_us": [7000] * len(chunks),
-                        "streamed": True,
-                        "raw_bytes": sum(map(len, chunks)),
-                    },
-                    "timing": {"end": 7000 * len(chunks)},
-                    "outcome": "complete",
-                    "error": None,
-                    "tags": tags,
-                }
-            )
+            request = {"model": "m", "stream": True, "temperature": 0}
+            w.put(exchange_record(chunks, id=f"x{i}", tags=tags, request=request, event_us=7000))
     return Catalog(tests={"b.text": text, "b.tool": tool}, hash="bench", root=ROOT), sum(sizes) / len(sizes)
 
 
