@@ -55,16 +55,21 @@ def limit_reply(reply: Reply, max_tokens: int | None) -> tuple[Reply, int]:
     return reply, len(pieces) + calls_tokens
 
 
-def _chunk(meta: Meta, delta: dict[str, Any], finish: str | None = None) -> bytes:
+def _event(meta: Meta, **fields: Any) -> bytes:
+    """One SSE event holding a chat.completion.chunk with the envelope every chunk of a stream shares."""
     obj = {
         "id": meta.id,
         "object": "chat.completion.chunk",
         "created": meta.created,
         "model": meta.model,
         "system_fingerprint": SYSTEM_FINGERPRINT,
-        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        **fields,
     }
     return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+def _chunk(meta: Meta, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    return _event(meta, choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
 
 
 def encode_stream(reply: Reply, meta: Meta, prompt_tokens: int, completion_tokens: int, include_usage: bool) -> Encoded:
@@ -89,16 +94,7 @@ def encode_stream(reply: Reply, meta: Meta, prompt_tokens: int, completion_token
     }
     tail: list[bytes] = []
     if include_usage:
-        obj = {
-            "id": meta.id,
-            "object": "chat.completion.chunk",
-            "created": meta.created,
-            "model": meta.model,
-            "system_fingerprint": SYSTEM_FINGERPRINT,
-            "choices": [],
-            "usage": usage,
-        }
-        tail.append(b"data: " + orjson.dumps(obj) + b"\n\n")
+        tail.append(_event(meta, choices=[], usage=usage))
     tail.append(b"data: [DONE]\n\n")
     return Encoded(frames, tail, usage, reply.finish)
 
