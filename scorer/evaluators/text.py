@@ -74,21 +74,22 @@ def contains_all(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
     return Score(score, "all present" if not missing else f"missing {', '.join(map(repr, missing))}")
 
 
+def _present(ctx: EvalContext, args: Mapping[str, Any]) -> list[str]:
+    """The `values` that occur in the answer, in argument order."""
+    cs = flag(args, "case_sensitive")
+    text = _fold(ctx.text, cs)
+    return [v for v in strings(args, "values") if _fold(v, cs) in text]
+
+
 @evaluator("contains_any", args={"values": REQUIRED, "case_sensitive": False})
 def contains_any(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    cs = flag(args, "case_sensitive")
-    values = strings(args, "values")
-    text = _fold(ctx.text, cs)
-    found = [v for v in values if _fold(v, cs) in text]
+    found = _present(ctx, args)
     return Score.of(bool(found), f"found {found[0]!r}" if found else "none of the values present")
 
 
 @evaluator("contains_none", args={"values": REQUIRED, "case_sensitive": False})
 def contains_none(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    cs = flag(args, "case_sensitive")
-    values = strings(args, "values")
-    text = _fold(ctx.text, cs)
-    found = [v for v in values if _fold(v, cs) in text]
+    found = _present(ctx, args)
     return Score.of(not found, f"contains {', '.join(map(repr, found))}" if found else "none present")
 
 
