@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from bench import __version__
 from bench.errors import BenchError
 
-# Order is the order of `bench --help`. A module missing from the tree is skipped so that partial checkouts run.
+# Order is the order of `bench --help`.
 COMMAND_MODULES: tuple[str, ...] = (
     "proxy.command",
     "bench.cassette.command",
@@ -35,13 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and name.startswith(exc.name):
-                continue
-            raise
-        module.register(subparsers)
+        importlib.import_module(name).register(subparsers)
     return parser
 
 
