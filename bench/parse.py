@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from bench.sse import events_with_times
+from bench.sse import event_payloads
 
 PARSER_VERSION = 1
 
@@ -155,31 +155,30 @@ def parse_stream(chunks: Sequence[bytes], times: Sequence[int], keep_events: boo
 def _parse_stream(
     p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None, keep_events: bool
 ) -> None:
-    raw_events, cut = events_with_times(chunks, times)
+    stamps, payloads, cut = event_payloads(chunks, times)
     budget_cut = False
     if max_tokens is not None:
-        raw_events, budget_cut = _cut_to_tokens(raw_events, max_tokens)
+        stamps, payloads, budget_cut = _cut_to_tokens(stamps, payloads, max_tokens)
         if budget_cut:
             p.findings.append("budget_max_tokens")
             cut = False
-    loads = orjson.loads
+    done = False
+    event_times: list[int] = []
+    datas: list[bytes] = []
+    for t, data in zip(stamps, payloads, strict=True):
+        if data == b"[DONE]":
+            done = True
+        else:
+            event_times.append(t)
+            datas.append(data)
     content: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, ToolCall] = {}
     token_times: list[int] = []
     counted = 0
-    done = False
     bad_json = False
     events = p.events if keep_events else None
-    for t, data in raw_events:
-        if data == "[DONE]":
-            done = True
-            continue
-        try:
-            obj = loads(data)
-        except orjson.JSONDecodeError:
-            bad_json = True
-            continue
+    for t, obj in zip(event_times, _load_all(datas), strict=True):
         if type(obj) is not dict:
             bad_json = True
             continue
@@ -306,27 +305,51 @@ def _timing(p: ParsedExchange, token_times: list[int], counted: int) -> None:
         timing.tpot_us = (timing.e2el_us - timing.ttft_us) / (timing.output_tokens - 1)
 
 
-def _cut_to_tokens(events: list[tuple[int, str]], max_tokens: int) -> tuple[list[tuple[int, str]], bool]:
+def _load_all(datas: list[bytes]) -> list[Any]:
+    """Every event's JSON (None where it is not JSON), in one orjson call for the whole stream when it can.
+
+    Joined as one array, a stream of N valid events parses to exactly N elements; any bad event makes the array
+    invalid or changes the count, and then each event is parsed alone so that only the bad ones are lost.
+    """
+    if not datas:
+        return []
+    try:
+        values = orjson.loads(b"[" + b",".join(datas) + b"]")
+        if len(values) == len(datas):
+            return list(values)
+    except orjson.JSONDecodeError:
+        pass
+    return [_load_one(d) for d in datas]
+
+
+def _load_one(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        # Invalid UTF-8 inside a string value: read it as a client would, with replacement characters.
+        return orjson.loads(data.decode("utf-8", "replace"))
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _cut_to_tokens(stamps: list[int], payloads: list[bytes], max_tokens: int) -> tuple[list[int], list[bytes], bool]:
     """Keep events up to the one that produced the max_tokens-th output token.
 
     Approximation: one token per content/tool delta event, which is what vLLM, llama.cpp and OpenAI stream; a
     server that packs several tokens per event is cut later than it should be.
     """
-    kept: list[tuple[int, str]] = []
     produced = 0
-    for t, data in events:
-        if produced >= max_tokens and data != "[DONE]":
-            return kept, True
-        kept.append((t, data))
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            continue
+    for i, data in enumerate(payloads):
+        if produced >= max_tokens and data != b"[DONE]":
+            return stamps[:i], payloads[:i], True
+        obj = _load_one(data)
         choices = obj.get("choices") if isinstance(obj, dict) else None
         delta = (choices[0].get("delta") or {}) if choices else {}
         if delta.get("content") or _apply_delta(delta, [], {}):
             produced += 1
-    return kept, False
+    return stamps, payloads, False
 
 
 def _parse_body(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None) -> None:

@@ -149,3 +149,19 @@ def test_llama_cpp_style_duplicate_function_call_and_repeated_names() -> None:
     chunks = [frag("{"), frag(' "city"'), frag(': "Paris"}'), chunk(finish="tool_calls"), b"data: [DONE]\n\n"]
     p = parse_exchange(stream_record(chunks))
     assert [(c.name, c.parsed_arguments) for c in p.tool_calls] == [("get_weather", {"city": "Paris"})]
+
+
+def test_a_bad_event_costs_only_itself_and_invalid_utf8_reads_as_a_client_would() -> None:
+    chunks = [
+        chunk({"role": "assistant"}),
+        chunk({"content": "a"}),
+        b"data: {not json\n\n",
+        b'data: 1,{"x": 2}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{"content":"b\xff"}}]}\n\n',
+        chunk({"content": "c"}, finish="stop"),
+        b"data: [DONE]\n\n",
+    ]
+    p = parse_exchange(stream_record(chunks))
+    assert p.content == "ab\ufffdc"
+    assert "bad_event_json" in p.findings
+    assert p.finish_reason == "stop" and "truncated" not in p.findings
