@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from bench.chunks import Delta, FunctionDelta, decode_chunk, decode_chunks
 from bench.sse import event_payloads
 
 PARSER_VERSION = 1
@@ -171,51 +172,46 @@ def _parse_stream(
         else:
             event_times.append(t)
             datas.append(data)
+    if keep_events:
+        p.events.extend((t, obj) for t, obj in zip(event_times, map(_load_json, datas), strict=True) if obj)
     content: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, ToolCall] = {}
     token_times: list[int] = []
     counted = 0
     bad_json = False
-    events = p.events if keep_events else None
-    for t, obj in zip(event_times, _load_all(datas), strict=True):
-        if type(obj) is not dict:
+    for t, chunk in zip(event_times, decode_chunks(datas), strict=True):
+        if chunk is None:
             bad_json = True
             continue
-        if events is not None:
-            events.append((t, obj))
-        if obj.get("error"):
-            _error_event(p, obj["error"])
-        if p.model is None:
-            p.model = obj.get("model") or None
-        if p.system_fingerprint is None:
-            p.system_fingerprint = obj.get("system_fingerprint") or None
-        usage = obj.get("usage")
-        if usage:
-            p.usage = usage
-        choices = obj.get("choices")
+        if chunk.error:
+            _error_event(p, chunk.error)
+        if p.model is None and chunk.model:
+            p.model = chunk.model
+        if p.system_fingerprint is None and chunk.system_fingerprint:
+            p.system_fingerprint = chunk.system_fingerprint
+        if chunk.usage:
+            p.usage = chunk.usage
+        choices = chunk.choices
         if not choices:
             continue
         token_times.append(t)
         for choice in choices:
-            if choice.get("index", 0) != 0:
+            if choice.index != 0:
                 continue  # n > 1: the first choice is the answer that is scored
-            delta = choice.get("delta")
+            delta = choice.delta
             if delta is None:
-                text = choice.get("text")  # legacy completions stream
-                if text:
-                    content.append(text)
+                if choice.text:  # legacy completions stream
+                    content.append(choice.text)
                     counted += 1
             else:
-                # The common delta carries only content: handle it here, the rest in _apply_delta.
-                text = delta.get("content")
+                text = delta.content
                 if text:
                     content.append(text)
-                extra = len(delta) - ("role" in delta) - ("content" in delta)
-                if (extra and _apply_delta(delta, reasoning, calls)) or text:
+                if _apply_delta(delta, reasoning, calls) or text:
                     counted += 1
-            if choice.get("finish_reason"):
-                p.finish_reason = choice["finish_reason"]
+            if choice.finish_reason:
+                p.finish_reason = choice.finish_reason
     p.content = "".join(content)
     p.reasoning = "".join(reasoning)
     _finish_calls(p, calls)
@@ -235,41 +231,42 @@ def _parse_stream(
     _timing(p, token_times, counted)
 
 
-def _apply_delta(delta: dict[str, Any], reasoning: list[str], calls: dict[int, ToolCall]) -> int:
-    """Fold a delta's reasoning and tool-call parts into the answer; returns 1 if it carried any output."""
+def _apply_delta(delta: Delta, reasoning: list[str], calls: dict[int, ToolCall]) -> int:
+    """Fold a delta's reasoning and tool-call parts into the answer; returns 1 if it carried any of them."""
     produced = 0
-    think = delta.get("reasoning_content") or delta.get("reasoning")
+    think = delta.reasoning_content or delta.reasoning
     if think and isinstance(think, str):
         reasoning.append(think)
         produced = 1
-    fragments = delta.get("tool_calls")
+    fragments = delta.tool_calls
     if fragments:
         produced = 1
         for pos, frag in enumerate(fragments):
-            idx = frag.get("index", pos)
+            idx = pos if frag.index is None else frag.index
             call = calls.get(idx)
             if call is None:
                 call = calls[idx] = ToolCall(index=idx)
-            if frag.get("id"):
-                call.id = frag["id"]
-            if frag.get("type"):
-                call.type = frag["type"]
-            fn = frag.get("function") or {}
-            name = fn.get("name")
-            if name and name != call.name:
-                call.name += name
-            args = fn.get("arguments")
-            if args:
-                call.arguments += args if isinstance(args, str) else orjson.dumps(args).decode()
-    legacy = delta.get("function_call")
+            if frag.id:
+                call.id = frag.id
+            if frag.type:
+                call.type = frag.type
+            if frag.function is not None:
+                _add_function(call, frag.function)
+    legacy = delta.function_call
     # llama.cpp's server sends the same fragment both as function_call and tool_calls: count it once.
-    if legacy and not fragments:
+    if legacy is not None and not fragments:
         produced = 1
-        call = calls.setdefault(0, ToolCall(index=0))
-        if legacy.get("name"):
-            call.name = legacy["name"]
-        call.arguments += legacy.get("arguments") or ""
+        _add_function(calls.setdefault(0, ToolCall(index=0)), legacy)
     return produced
+
+
+def _add_function(call: ToolCall, fn: FunctionDelta) -> None:
+    # Servers that repeat the name in every fragment (llama.cpp) must not get it concatenated.
+    if fn.name and fn.name != call.name:
+        call.name += fn.name
+    args = fn.arguments
+    if args:
+        call.arguments += args if isinstance(args, str) else orjson.dumps(args).decode()
 
 
 def _error_event(p: ParsedExchange, err: Any) -> None:
@@ -305,33 +302,13 @@ def _timing(p: ParsedExchange, token_times: list[int], counted: int) -> None:
         timing.tpot_us = (timing.e2el_us - timing.ttft_us) / (timing.output_tokens - 1)
 
 
-def _load_all(datas: list[bytes]) -> list[Any]:
-    """Every event's JSON (None where it is not JSON), in one orjson call for the whole stream when it can.
-
-    Joined as one array, a stream of N valid events parses to exactly N elements; any bad event makes the array
-    invalid or changes the count, and then each event is parsed alone so that only the bad ones are lost.
-    """
-    if not datas:
-        return []
+def _load_json(data: bytes) -> dict[str, Any] | None:
+    """An event as a plain JSON object, for callers that keep the events."""
     try:
-        values = orjson.loads(b"[" + b",".join(datas) + b"]")
-        if len(values) == len(datas):
-            return list(values)
-    except orjson.JSONDecodeError:
-        pass
-    return [_load_one(d) for d in datas]
-
-
-def _load_one(data: bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        # Invalid UTF-8 inside a string value: read it as a client would, with replacement characters.
-        return orjson.loads(data.decode("utf-8", "replace"))
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return None
+    return value if isinstance(value, dict) else None
 
 
 def _cut_to_tokens(stamps: list[int], payloads: list[bytes], max_tokens: int) -> tuple[list[int], list[bytes], bool]:
@@ -344,10 +321,9 @@ def _cut_to_tokens(stamps: list[int], payloads: list[bytes], max_tokens: int) ->
     for i, data in enumerate(payloads):
         if produced >= max_tokens and data != b"[DONE]":
             return stamps[:i], payloads[:i], True
-        obj = _load_one(data)
-        choices = obj.get("choices") if isinstance(obj, dict) else None
-        delta = (choices[0].get("delta") or {}) if choices else {}
-        if delta.get("content") or _apply_delta(delta, [], {}):
+        chunk = decode_chunk(data) if data != b"[DONE]" else None
+        delta = chunk.choices[0].delta if chunk is not None and chunk.choices else None
+        if delta is not None and (delta.content or _apply_delta(delta, [], {})):
             produced += 1
     return stamps, payloads, False
 

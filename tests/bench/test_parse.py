@@ -165,3 +165,23 @@ def test_a_bad_event_costs_only_itself_and_invalid_utf8_reads_as_a_client_would(
     assert p.content == "ab\ufffdc"
     assert "bad_event_json" in p.findings
     assert p.finish_reason == "stop" and "truncated" not in p.findings
+
+
+def test_chunks_of_the_wrong_shape_are_bad_events_not_crashes() -> None:
+    chunks = [
+        chunk({"content": "a"}),
+        b'data: {"choices": "not a list"}\n\n',
+        b'data: {"choices": [{"index": 0, "delta": {"content": 5}}]}\n\n',
+        chunk({"content": "b", "reasoning": {"summary": "an object, not text"}}, finish="stop"),
+        b"data: [DONE]\n\n",
+    ]
+    p = parse_exchange(stream_record(chunks))
+    assert p.content == "ab" and p.reasoning == ""
+    assert "bad_event_json" in p.findings
+    assert p.timing.n_events == 2
+
+
+def test_kept_events_are_the_plain_json_chunks() -> None:
+    p = parse_exchange(stream_record(TOOL_STREAM), keep_events=True)
+    assert len(p.events) == 7 and p.events[0][1]["system_fingerprint"] == "fp_1"
+    assert parse_exchange(stream_record(TOOL_STREAM)).events == []
