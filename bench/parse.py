@@ -180,38 +180,48 @@ def _parse_stream(
     token_times: list[int] = []
     counted = 0
     bad_json = False
+    model: str | None = None
+    fingerprint: str | None = None
+    # This loop runs for every event of every recorded stream: locals and bound methods, no per-event calls for
+    # the common content-only delta.
+    add_content = content.append
+    add_time = token_times.append
     for t, chunk in zip(event_times, decode_chunks(datas), strict=True):
         if chunk is None:
             bad_json = True
             continue
         if chunk.error:
             _error_event(p, chunk.error)
-        if p.model is None and chunk.model:
-            p.model = chunk.model
-        if p.system_fingerprint is None and chunk.system_fingerprint:
-            p.system_fingerprint = chunk.system_fingerprint
+        if model is None and chunk.model:
+            model = chunk.model
+        if fingerprint is None and chunk.system_fingerprint:
+            fingerprint = chunk.system_fingerprint
         if chunk.usage:
             p.usage = chunk.usage
         choices = chunk.choices
         if not choices:
             continue
-        token_times.append(t)
-        for choice in choices:
-            if choice.index != 0:
-                continue  # n > 1: the first choice is the answer that is scored
-            delta = choice.delta
-            if delta is None:
-                if choice.text:  # legacy completions stream
-                    content.append(choice.text)
-                    counted += 1
-            else:
-                text = delta.content
-                if text:
-                    content.append(text)
-                if _apply_delta(delta, reasoning, calls) or text:
-                    counted += 1
-            if choice.finish_reason:
-                p.finish_reason = choice.finish_reason
+        add_time(t)
+        # n > 1: the choice with index 0 is the answer that is scored
+        choice = choices[0] if choices[0].index == 0 else next((c for c in choices if c.index == 0), None)
+        if choice is None:
+            continue
+        delta = choice.delta
+        if delta is None:
+            if choice.text:  # legacy completions stream
+                add_content(choice.text)
+                counted += 1
+        else:
+            text = delta.content
+            if text:
+                add_content(text)
+            other = delta.tool_calls or delta.function_call or delta.reasoning_content or delta.reasoning
+            if (other and _apply_delta(delta, reasoning, calls)) or text:
+                counted += 1
+        if choice.finish_reason:
+            p.finish_reason = choice.finish_reason
+    p.model = model
+    p.system_fingerprint = fingerprint
     p.content = "".join(content)
     p.reasoning = "".join(reasoning)
     _finish_calls(p, calls)
