@@ -51,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     return 130 if summary.interrupted else 0
 
 
+DEMO_TTFT_MS = 15.0
+DEMO_TOKENS_PER_SECOND = 400.0
+
+
 async def _record(args: argparse.Namespace) -> tuple[Any, Path | None]:
     from bench.testspec import load_catalog
     from catalog.driver.config import RecordConfig
@@ -59,7 +63,8 @@ async def _record(args: argparse.Namespace) -> tuple[Any, Path | None]:
     from catalog.sim import start_sim
 
     catalog = load_catalog(None)
-    sim = await start_sim(catalog=catalog)
+    # Paced like a fast real server so that the report's timing tables have something to show (a few seconds).
+    sim = await start_sim(catalog=catalog, ttft_ms=DEMO_TTFT_MS, tokens_per_second=DEMO_TOKENS_PER_SECOND)
     try:
         cfg = RecordConfig(
             upstream=sim.url, models=list(DEMO_MODELS), epochs=args.epochs, out=str(args.out), temperature=0.0, seed=7
