@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, repeat
 
 _BOM = "\ufeff"
 
@@ -121,6 +121,15 @@ def event_payloads(chunks: Sequence[bytes], times: Sequence[int]) -> tuple[list[
     data = b"".join(chunks)
     if b"\r" in data or data.startswith(b"\xef\xbb\xbf"):
         return _slow_events(chunks, times)
+    # The usual recording: each read is one whole `data: ...` event. Every read starting with `data: ` and ending
+    # with LF LF, with no other LF anywhere, proves it with three C-level passes; then the read times are the event
+    # times and nothing needs splitting.
+    if (
+        data.count(b"\n") == 2 * len(chunks)
+        and all(map(bytes.endswith, chunks, repeat(b"\n\n")))
+        and all(map(bytes.startswith, chunks, repeat(b"data: ")))
+    ):
+        return list(times), [c[6:-2] for c in chunks], False
     # One C-level split instead of a find per event: this runs for every event of every recorded stream.
     blocks = data.split(b"\n\n")
     events = blocks[:-1]
