@@ -16,7 +16,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import accumulate, pairwise
+from itertools import accumulate
+from operator import sub
 from typing import Any
 
 import orjson
@@ -163,47 +164,44 @@ def _parse_stream(
         if budget_cut:
             p.findings.append("budget_max_tokens")
             cut = False
-    done = False
-    event_times: list[int] = []
-    datas: list[bytes] = []
-    for t, data in zip(stamps, payloads, strict=True):
-        if data == b"[DONE]":
-            done = True
-        else:
-            event_times.append(t)
-            datas.append(data)
+    done = b"[DONE]" in payloads
+    if not done:
+        event_times, datas = stamps, payloads
+    elif payloads[-1] == b"[DONE]" and payloads.count(b"[DONE]") == 1:
+        event_times, datas = stamps[:-1], payloads[:-1]
+    else:
+        kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
+        event_times, datas = [stamps[i] for i in kept], [payloads[i] for i in kept]
     if keep_events:
         p.events.extend((t, obj) for t, obj in zip(event_times, map(_load_json, datas), strict=True) if obj)
+    decoded = decode_chunks(datas)
     content: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, ToolCall] = {}
     token_times: list[int] = []
     counted = 0
     bad_json = False
-    model: str | None = None
-    fingerprint: str | None = None
-    # This loop runs for every event of every recorded stream: locals and bound methods, no per-event calls for
-    # the common content-only delta.
+    # This loop runs for every event of every recorded stream: locals and bound methods, no calls for the common
+    # content-only delta, and an inline path for the next argument fragment of the call being streamed.
     add_content = content.append
     add_time = token_times.append
-    for t, chunk in zip(event_times, decode_chunks(datas), strict=True):
+    streaming: ToolCall | None = None  # the call that the last fragment went to
+    parts: list[str] = []  # its argument fragments not yet joined into .arguments
+    for t, chunk in zip(event_times, decoded, strict=True):
         if chunk is None:
             bad_json = True
             continue
         if chunk.error:
             _error_event(p, chunk.error)
-        if model is None and chunk.model:
-            model = chunk.model
-        if fingerprint is None and chunk.system_fingerprint:
-            fingerprint = chunk.system_fingerprint
         if chunk.usage:
             p.usage = chunk.usage
         choices = chunk.choices
         if not choices:
             continue
         add_time(t)
+        first = choices[0]
         # n > 1: the choice with index 0 is the answer that is scored
-        choice = choices[0] if choices[0].index == 0 else next((c for c in choices if c.index == 0), None)
+        choice = next((c for c in choices if c.index == 0), None) if first.index else first
         if choice is None:
             continue
         delta = choice.delta
@@ -215,11 +213,38 @@ def _parse_stream(
             text = delta.content
             if text:
                 add_content(text)
-            other = delta.tool_calls or delta.function_call or delta.reasoning_content or delta.reasoning
-            if (other and _apply_delta(delta, reasoning, calls)) or text:
+            fragments = delta.tool_calls
+            if (
+                fragments
+                and streaming is not None
+                and len(fragments) == 1
+                and (frag := fragments[0]).index == streaming.index
+                and frag.id is None
+                and frag.type is None
+                and (fn := frag.function) is not None
+                and fn.name is None
+                and type(args := fn.arguments) is str
+                and delta.function_call is None
+                and not (delta.reasoning_content or delta.reasoning)
+            ):
+                parts.append(args)
+                counted += 1
+            elif fragments or delta.function_call or delta.reasoning_content or delta.reasoning:
+                if parts:
+                    streaming.arguments += "".join(parts)  # type: ignore[union-attr]
+                    parts.clear()
+                if _apply_delta(delta, reasoning, calls) or text:
+                    counted += 1
+                streaming = _single_call(delta, calls)
+            elif text:
                 counted += 1
         if choice.finish_reason:
             p.finish_reason = choice.finish_reason
+    if parts:
+        streaming.arguments += "".join(parts)  # type: ignore[union-attr]
+    # The first chunk that names them, found after the loop: usually the first, so this costs one step.
+    model = next((c.model for c in decoded if c is not None and c.model), None)
+    fingerprint = next((c.system_fingerprint for c in decoded if c is not None and c.system_fingerprint), None)
     p.model = model
     p.system_fingerprint = fingerprint
     p.content = "".join(content)
@@ -270,6 +295,15 @@ def _apply_delta(delta: Delta, reasoning: list[str], calls: dict[int, ToolCall])
     return produced
 
 
+def _single_call(delta: Delta, calls: dict[int, ToolCall]) -> ToolCall | None:
+    """The call that later bare argument fragments may go to inline: the one this delta's only fragment named."""
+    fragments = delta.tool_calls
+    if not fragments or len(fragments) != 1 or delta.function_call is not None:
+        return None
+    frag = fragments[0]
+    return calls.get(0 if frag.index is None else frag.index)
+
+
 def _add_function(call: ToolCall, fn: FunctionDelta) -> None:
     # Servers that repeat the name in every fragment (llama.cpp) must not get it concatenated.
     if fn.name and fn.name != call.name:
@@ -307,7 +341,7 @@ def _timing(p: ParsedExchange, token_times: list[int], counted: int) -> None:
         return
     timing.ttft_us = token_times[0]
     timing.e2el_us = token_times[-1]
-    timing.itl_us = [b - a for a, b in pairwise(token_times)]
+    timing.itl_us = list(map(sub, token_times[1:], token_times[:-1]))
     if timing.output_tokens and timing.output_tokens > 1:
         timing.tpot_us = (timing.e2el_us - timing.ttft_us) / (timing.output_tokens - 1)
 

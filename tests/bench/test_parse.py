@@ -185,3 +185,77 @@ def test_kept_events_are_the_plain_json_chunks() -> None:
     p = parse_exchange(stream_record(TOOL_STREAM), keep_events=True)
     assert len(p.events) == 7 and p.events[0][1]["system_fingerprint"] == "fp_1"
     assert parse_exchange(stream_record(TOOL_STREAM)).events == []
+
+
+_FRAGMENT = st.fixed_dictionaries(
+    {},
+    optional={
+        "index": st.integers(min_value=0, max_value=1),
+        "id": st.sampled_from(["call_a", "call_b"]),
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries(
+            {}, optional={"name": st.sampled_from(["f", "g"]), "arguments": st.sampled_from(["", "{", '"a"', "}"])}
+        ),
+    },
+)
+_DELTA = st.one_of(
+    st.fixed_dictionaries({"content": st.sampled_from(["", "x", "yz"])}),
+    st.fixed_dictionaries({"tool_calls": st.lists(_FRAGMENT, min_size=1, max_size=2)}),
+    # The common case the parser takes inline: a bare argument fragment of the call being streamed.
+    st.fixed_dictionaries(
+        {
+            "tool_calls": st.tuples(
+                st.fixed_dictionaries(
+                    {
+                        "index": st.integers(0, 1),
+                        "function": st.fixed_dictionaries({"arguments": st.sampled_from(["a", "b"])}),
+                    }
+                )
+            )
+        }
+    ),
+    st.fixed_dictionaries({"function_call": st.fixed_dictionaries({"name": st.just("f"), "arguments": st.just("z")})}),
+    st.fixed_dictionaries({"reasoning_content": st.sampled_from(["r", ""]), "content": st.sampled_from(["", "c"])}),
+)
+
+
+def _assemble(deltas: list[dict[str, Any]]) -> tuple[str, str, list[tuple[Any, ...]], int]:
+    """What an OpenAI client builds from these deltas, written plainly: fragments joined by index, a repeated name
+    not doubled, a legacy function_call only when no tool_calls came with it; and how many events produced output."""
+    content, reasoning, counted = "", "", 0
+    calls: dict[int, dict[str, Any]] = {}
+
+    def add(call: dict[str, Any], fn: dict[str, Any]) -> None:
+        if fn.get("name") and fn["name"] != call["name"]:
+            call["name"] += fn["name"]
+        call["arguments"] += fn.get("arguments") or ""
+
+    for d in deltas:
+        produced = bool(d.get("content"))
+        content += d.get("content") or ""
+        if d.get("reasoning_content"):
+            reasoning += d["reasoning_content"]
+            produced = True
+        for pos, frag in enumerate(d.get("tool_calls") or []):
+            produced = True
+            call = calls.setdefault(
+                frag.get("index", pos), {"id": None, "name": "", "arguments": "", "type": "function"}
+            )
+            call["id"] = frag.get("id") or call["id"]
+            call["type"] = frag.get("type") or call["type"]
+            add(call, frag.get("function") or {})
+        if "function_call" in d and not d.get("tool_calls"):
+            produced = True
+            add(calls.setdefault(0, {"id": None, "name": "", "arguments": "", "type": "function"}), d["function_call"])
+        counted += produced
+    assembled = [(i, c["id"], c["name"], c["arguments"], c["type"]) for i, c in sorted(calls.items())]
+    return content, reasoning, assembled, counted
+
+
+@given(deltas=st.lists(_DELTA, max_size=12))
+def test_any_sequence_of_deltas_assembles_as_a_client_would(deltas: list[dict[str, Any]]) -> None:
+    p = parse_exchange(stream_record([*map(chunk, deltas), chunk(finish="stop"), b"data: [DONE]\n\n"]))
+    content, reasoning, calls, counted = _assemble(deltas)
+    assert (p.content, p.reasoning) == (content, reasoning)
+    assert [(c.index, c.id, c.name, c.arguments, c.type) for c in p.tool_calls] == calls
+    assert (p.timing.output_tokens, p.timing.tokens_source) == (counted, "counted")
