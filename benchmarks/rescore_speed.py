@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import random
+import string
 import sys
 import tempfile
 import time
@@ -37,32 +39,17 @@ TOOL = {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
     },
 }
-WORDS = [
-    "the",
-    "model",
-    "streams",
-    "one",
-    "token",
-    "per",
-    "event",
-    "and",
-    "the",
-    "proxy",
-    "records",
-    "every",
-    "read",
-    "as",
-    "it",
-    "arrives",
-]
+# Pseudo-words of 2-9 letters: text that compresses about as well as a real model's (the shipped SmolLM2 cassette
+# is 24x smaller than its raw bytes), so reading costs what it costs on real recordings.
+VOCAB = ["".join(random.Random(w).choices(string.ascii_lowercase, k=2 + w % 8)) for w in range(4000)]
 
 
-def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    # Padded like real servers' chunks (ids, created, fingerprints): ~237 B per event.
+def chunk(rng_id: str, created: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    # Laid out like real servers' chunks (one id and timestamp per stream, model, fingerprint).
     obj = {
-        "id": "chatcmpl-9f0c1d2e3b4a5f6e7d8c9b0a1f2e3d4c",
+        "id": rng_id,
         "object": "chat.completion.chunk",
-        "created": 1732950000,
+        "created": created,
         "model": "SmolLM2-135M-Instruct-Q8_0",
         "system_fingerprint": "b4132-3c1f0e2d",
         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
@@ -71,33 +58,23 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
 
 
 def stream(i: int, tool: bool) -> list[bytes]:
-    chunks = [chunk({"role": "assistant", "content": ""})]
+    rng = random.Random(i)
+    sid, created = f"chatcmpl-{rng.getrandbits(128):032x}", 1732950000 + i
+    words = [" token", *(f" {rng.choice(VOCAB)}" for _ in range(TOKENS - 2)), " Answer: Paris"]
+    chunks = [chunk(sid, created, {"role": "assistant", "content": ""})]
     if tool:
-        chunks.append(
-            chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": 0,
-                            "id": f"call_{i}",
-                            "type": "function",
-                            "function": {"name": "get_weather", "arguments": ""},
-                        }
-                    ]
-                }
-            )
-        )
-        args = orjson.dumps({"city": "Paris", "note": " ".join(WORDS * 20)}).decode()
+        head = {"index": 0, "id": f"call_{i}", "type": "function", "function": {"name": "get_weather", "arguments": ""}}
+        chunks.append(chunk(sid, created, {"tool_calls": [head]}))
+        args = orjson.dumps({"city": "Paris", "note": "".join(words[:-1]).strip()}).decode()
         step = max(1, len(args) // (TOKENS - 1))
         for k in range(0, len(args), step):
-            chunks.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": args[k : k + step]}}]}))
+            frag = {"index": 0, "function": {"arguments": args[k : k + step]}}
+            chunks.append(chunk(sid, created, {"tool_calls": [frag]}))
     else:
-        for k in range(TOKENS - 1):
-            chunks.append(chunk({"content": f" {WORDS[k % len(WORDS)]}"}))
-        chunks.append(chunk({"content": " Answer: Paris"}))
-    chunks.append(chunk({}, "tool_calls" if tool else "stop"))
+        chunks.extend(chunk(sid, created, {"content": w}) for w in words)
+    chunks.append(chunk(sid, created, {}, "tool_calls" if tool else "stop"))
     usage = {"prompt_tokens": 40, "completion_tokens": TOKENS, "total_tokens": TOKENS + 40}
-    chunks.append(b"data: " + orjson.dumps({"id": "x", "choices": [], "usage": usage}) + b"\n\n")
+    chunks.append(b"data: " + orjson.dumps({"id": sid, "choices": [], "usage": usage}) + b"\n\n")
     chunks.append(b"data: [DONE]\n\n")
     return chunks
 
@@ -181,7 +158,11 @@ def main() -> None:
         path = Path(tmp) / "speed.cassette"
         catalog, avg = build(path, args.exchanges)
         n = args.exchanges
-        print(f"{n} exchanges, {TOKENS} tokens each, {avg:.0f} B per SSE chunk, {path.stat().st_size >> 10} KiB file")
+        size = path.stat().st_size
+        raw = sum(len(c) for i in range(n) for c in stream(i, i % 2 == 1))
+        print(
+            f"{n} exchanges, {TOKENS} tokens each, {avg:.0f} B per SSE chunk, {size >> 10} KiB file ({raw / size:.0f}x)"
+        )
         read = timed(lambda: sum(1 for _ in CassetteReader(path)), args.rounds)
         parse = timed(lambda: parse_all(path), args.rounds)
         one = timed(lambda: rescore([path], catalog=catalog, jobs=1), args.rounds)
