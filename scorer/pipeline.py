@@ -285,11 +285,42 @@ def sort_key(result: Mapping[str, Any]) -> tuple[str, str, int, str, str]:
     return (result["model"] or "", result["test"], result["epoch"], result["run"] or "", result["cassette"])
 
 
+def latest_recordings(
+    results: list[dict[str, Any]], cassettes: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """One result per (run, model, test, epoch): `bench record --resume` records a job cut off mid-way again, whole,
+    in a later cassette of the same run, so the latest cassette's recording is the job; the earlier partial one is
+    dropped and counted per run. Results without a run id (traffic of other clients) are all kept."""
+    created = {c["path"]: str(c.get("created") or "") for c in cassettes}
+    latest: dict[Key, dict[str, Any]] = {}
+    superseded: Counter[str] = Counter()
+    for r in results:
+        if not r["run"]:
+            continue
+        key: Key = (r["run"], r["model"] or "", r["test"], r["epoch"])
+        seen = latest.get(key)
+        if seen is not None:
+            superseded[r["run"]] += 1
+            if (created.get(seen["cassette"], ""), seen["cassette"]) > (created.get(r["cassette"], ""), r["cassette"]):
+                continue
+        latest[key] = r
+    if not superseded:
+        return results, superseded
+    kept = {id(r) for r in latest.values()}
+    return [r for r in results if not r["run"] or id(r) in kept], superseded
+
+
 def assemble(
     catalog: Catalog, opts: Options, outputs: list[UnitOutput], files: list[Path]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    results = sorted((r for o in outputs for r in o.results), key=sort_key)
+    cassettes = [o.cassette for o in outputs if o.cassette is not None]
+    results, superseded = latest_recordings(sorted((r for o in outputs for r in o.results), key=sort_key), cassettes)
     warnings = [w for o in outputs for w in o.warnings]
+    for run, n in sorted(superseded.items()):
+        warnings.append(
+            f"run {run!r}: {n} job(s) recorded in more than one cassette (a resumed run records a job cut off "
+            "mid-way again, whole); scored each one's latest recording only"
+        )
     unknown: Counter[str] = Counter()
     stale: Counter[str] = Counter()
     for o in outputs:
@@ -316,7 +347,7 @@ def assemble(
             "max_tokens": opts.max_tokens,
             "deadline_s": None if opts.deadline_us is None else opts.deadline_us / 1e6,
         },
-        "cassettes": [o.cassette for o in outputs if o.cassette is not None],
+        "cassettes": cassettes,
         "warnings": warnings,
     }
     return meta, results

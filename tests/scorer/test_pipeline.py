@@ -10,6 +10,7 @@ import msgpack
 import pytest
 import zstandard
 
+from bench.cassette import CassetteWriter
 from bench.testspec import Catalog, Check
 from scorer.flips import find_flips
 from scorer.pipeline import rescore
@@ -192,3 +193,25 @@ def test_budgets_cut_streams(tmp_path: Path) -> None:
     assert "budget_max_tokens" in cut["findings"] and meta["budgets"]["max_tokens"] == 2
     _, [late] = rescore([tmp_path], catalog=catalog, deadline_s=0.0025)
     assert late["status"] == "errored" and late["failure_type"] == "timeout"
+
+
+def test_a_job_recorded_again_by_a_resumed_run_is_scored_once_from_the_latest_cassette(tmp_path: Path) -> None:
+    # The first session was cut during the weather job's first answer; `--resume` recorded that job again, whole.
+    write_cassette(tmp_path / "a.cassette", [record("t.capital", "Paris"), record("t.weather", "Let me")], tests=HASHES)
+    resumed = [record("t.weather", calls=[("get_weather", {"city": "Paris"})])]
+    write_cassette(tmp_path / "b.cassette", resumed, tests=HASHES)
+    meta, results = rescore([tmp_path], catalog=CATALOG)
+    assert [(r["test"], r["cassette"], r["passed"]) for r in results] == [
+        ("t.capital", "a.cassette", True),
+        ("t.weather", "b.cassette", True),
+    ]
+    assert meta["warnings"] == [
+        "run 'r1': 1 job(s) recorded in more than one cassette (a resumed run records a job cut off mid-way again, "
+        "whole); scored each one's latest recording only"
+    ]
+    # Results without a run id are other clients' traffic: nothing is dropped.
+    for path, content in (("c.cassette", "Paris"), ("d.cassette", "Lyon")):
+        with CassetteWriter(tmp_path / "norun" / path, settings={"mode": "record"}) as w:
+            w.put(record("t.capital", content, run=""))
+    _, results = rescore([tmp_path / "norun"], catalog=CATALOG)
+    assert len(results) == 2

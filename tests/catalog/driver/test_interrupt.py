@@ -13,6 +13,7 @@ from pathlib import Path
 from bench.cassette import CassetteReader, find_cassettes
 from bench.testspec import load_catalog
 from catalog.sim import start_sim
+from scorer.pipeline import rescore
 
 ROOT = Path(__file__).resolve().parents[3]
 MODELS = ["oracle", "flawed-no-call"]
@@ -75,6 +76,10 @@ async def test_sigint_then_resume_completes_the_run(tmp_path: Path) -> None:
     every = {(t, m, str(e)) for t in tools for m in MODELS for e in range(EPOCHS)}
     assert done1 | done2 == every
     assert b"sk-interrupt-test" not in first.read_bytes() + second.read_bytes()
+    # The two cassettes score as one run: one result per job, whichever cassette holds it.
+    meta, results = rescore([out], catalog=catalog)
+    assert sorted((r["test"], r["model"], str(r["epoch"])) for r in results) == sorted(every)
+    assert {r["run"] for r in results} == {run_id} and len(meta["cassettes"]) == 2
 
 
 async def test_second_sigint_exits_at_once_with_a_readable_cassette(tmp_path: Path) -> None:
