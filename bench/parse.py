@@ -230,8 +230,8 @@ def _parse_stream(
                 parts.append(args)
                 counted += 1
             elif fragments or delta.function_call or delta.reasoning_content or delta.reasoning:
-                if parts:
-                    streaming.arguments += "".join(parts)  # type: ignore[union-attr]
+                if parts and streaming is not None:
+                    streaming.arguments += "".join(parts)
                     parts.clear()
                 if _apply_delta(delta, reasoning, calls) or text:
                     counted += 1
@@ -240,8 +240,8 @@ def _parse_stream(
                 counted += 1
         if choice.finish_reason:
             p.finish_reason = choice.finish_reason
-    if parts:
-        streaming.arguments += "".join(parts)  # type: ignore[union-attr]
+    if parts and streaming is not None:
+        streaming.arguments += "".join(parts)
     # The first chunk that names them, found after the loop: usually the first, so this costs one step.
     model = next((c.model for c in decoded if c is not None and c.model), None)
     fingerprint = next((c.system_fingerprint for c in decoded if c is not None and c.system_fingerprint), None)
