@@ -4,7 +4,7 @@ Builds a synthetic cassette of N exchanges (SSE chunks of ~237 B, as a real smal
 answers, half tool calls), then times scorer.pipeline.rescore with one job and with all cores, side by side in
 one run, best of `--rounds`. Also times bench.parse alone over the same records to show where the time goes.
 
-    .venv/bin/python benchmarks/rescore_speed.py [--exchanges 4000] [--rounds 3]
+    .venv/bin/python benchmarks/rescore_speed.py [--exchanges 4000] [--rounds 3] [--memory]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import gc
 import os
 import random
 import string
+import subprocess
 import sys
 import tempfile
 import time
@@ -79,7 +80,7 @@ def stream(i: int, tool: bool) -> list[bytes]:
     return chunks
 
 
-def build(path: Path, n: int) -> tuple[Catalog, float]:
+def bench_catalog() -> Catalog:
     text = TestSpec(
         id="b.text",
         suite="b",
@@ -110,6 +111,11 @@ def build(path: Path, n: int) -> tuple[Catalog, float]:
         ),
         hash="hw",
     )
+    return Catalog(tests={"b.text": text, "b.tool": tool}, hash="bench", root=ROOT)
+
+
+def build(path: Path, n: int) -> tuple[float, int]:
+    """Write n exchanges; returns the mean SSE chunk size and the raw response bytes."""
     sizes: list[int] = []
     with CassetteWriter(path, run={"id": "bench", "tests": {"b.text": "ht", "b.tool": "hw"}}) as w:
         for i in range(n):
@@ -126,7 +132,7 @@ def build(path: Path, n: int) -> tuple[Catalog, float]:
             }
             request = {"model": "m", "stream": True, "temperature": 0}
             w.put(exchange_record(chunks, id=f"x{i}", tags=tags, request=request, event_us=7000))
-    return Catalog(tests={"b.text": text, "b.tool": tool}, hash="bench", root=ROOT), sum(sizes) / len(sizes)
+    return sum(sizes) / len(sizes), sum(sizes)
 
 
 def parse_all(path: Path) -> None:
@@ -148,18 +154,32 @@ def timed(fn: Any, rounds: int, clock: Any = time.perf_counter) -> float:
     return best
 
 
+def peak_rss_mib(path: Path) -> float:
+    """Peak RSS of a fresh interpreter that rescores `path` with one job: what a user's `bench rescore` holds.
+
+    Read from VmHWM, which a new program starts afresh: ru_maxrss would carry over this (large) parent's peak."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from benchmarks.rescore_speed import bench_catalog; "
+        "from scorer.pipeline import rescore; rescore([sys.argv[2]], catalog=bench_catalog(), jobs=1); "
+        "print(next(line for line in open('/proc/self/status') if line.startswith('VmHWM')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT), str(path)], capture_output=True, check=True, text=True)
+    return int(out.stdout.split()[-2]) / 1024
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--exchanges", type=int, default=4000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--memory", action="store_true", help="also peak RSS for n and 4n exchanges (builds 4n more)")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
+    catalog = bench_catalog()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "speed.cassette"
-        catalog, avg = build(path, args.exchanges)
+        avg, raw = build(path, args.exchanges)
         n = args.exchanges
         size = path.stat().st_size
-        raw = sum(len(c) for i in range(n) for c in stream(i, i % 2 == 1))
         print(
             f"{n} exchanges, {TOKENS} tokens each, {avg:.0f} B per SSE chunk, {size >> 10} KiB file ({raw / size:.0f}x)"
         )
@@ -172,6 +192,10 @@ def main() -> None:
         one_cpu = timed(lambda: rescore([path], catalog=catalog, jobs=1), args.rounds, time.process_time)
         _, results = rescore([path], catalog=catalog, jobs=1)
         assert len(results) == n and all(r["passed"] for r in results), "benchmark inputs must all pass"
+        if args.memory:
+            big = Path(tmp) / "speed4.cassette"
+            _, raw4 = build(big, 4 * n)
+            rss = [(n, raw, peak_rss_mib(path)), (4 * n, raw4, peak_rss_mib(big))]
     print(f"read only (decompress + unpack): {n / read:9.0f} exchanges/s")
     print(f"read + bench.parse:              {n / parse:9.0f} exchanges/s  (parse share of jobs=1: {parse / one:.0%})")
     print(f"rescore --jobs 1:                {n / one:9.0f} exchanges/s  (goal: >= 1000 per core)")
@@ -180,6 +204,9 @@ def main() -> None:
         f"= {parse_cpu / one_cpu:.0%} of the CPU time"
     )
     print(f"rescore --jobs {cores}:                {n / many:9.0f} exchanges/s  ({one / many:.2f}x of jobs=1)")
+    if args.memory:
+        for count, raw_bytes, mib in rss:
+            print(f"peak RSS rescoring {count} exchanges ({raw_bytes / 2**20:.0f} MiB of responses): {mib:.0f} MiB")
 
 
 if __name__ == "__main__":
