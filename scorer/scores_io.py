@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,14 @@ FORMAT_VERSION = 1
 
 
 def dumps(obj: Mapping[str, Any]) -> bytes:
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS) + b"\n"
+    return orjson.dumps(obj, default=_plain, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS) + b"\n"
+
+
+def _plain(value: Any) -> Any:
+    """JSON for the compact containers results hold in memory (scorer.scoring keeps ITLs as arrays)."""
+    if isinstance(value, array):
+        return value.tolist()
+    raise TypeError(f"cannot write {type(value).__name__} to a scores file")
 
 
 def write_scores(path: Path, meta: Mapping[str, Any], results: Iterable[Mapping[str, Any]]) -> None:
