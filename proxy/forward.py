@@ -54,7 +54,7 @@ def _connection_listed(headers: CIMultiDictProxy[str]) -> set[str]:
     return listed
 
 
-def upstream_headers(request: web.Request, state: ProxyState) -> CIMultiDict[str]:
+def upstream_headers(request: web.BaseRequest, state: ProxyState) -> CIMultiDict[str]:
     drop = NOT_FORWARDED | _connection_listed(request.headers) if "Connection" in request.headers else NOT_FORWARDED
     out: CIMultiDict[str] = CIMultiDict()
     for name, value in request.headers.items():
@@ -85,7 +85,7 @@ def client_headers(headers: list[list[str]]) -> CIMultiDict[str]:
     return out
 
 
-def _abort_client(request: web.Request) -> None:
+def _abort_client(request: web.BaseRequest) -> None:
     """Cut the client's connection the way the upstream cut ours, so it sees an incomplete body, not a clean end."""
     transport = request.transport
     if transport is not None:
@@ -142,7 +142,7 @@ def _error(ex: Exchange, status: int, outcome: str, message: str) -> web.Respons
     return web.Response(status=status, body=body, content_type=JSON_TYPE, headers={PROXY_ERROR_HEADER: code})
 
 
-async def forward(request: web.Request, state: ProxyState, ex: Exchange) -> web.StreamResponse:
+async def forward(request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
     assert state.session is not None and state.upstream_label is not None
     url = state.target(ex.path, ex.query)
     headers = upstream_headers(request, state)
@@ -157,7 +157,7 @@ async def forward(request: web.Request, state: ProxyState, ex: Exchange) -> web.
 
 
 async def _forward(
-    request: web.Request,
+    request: web.BaseRequest,
     state: ProxyState,
     ex: Exchange,
     url: URL,
@@ -218,7 +218,7 @@ async def _forward(
 
 
 async def _pump(
-    request: web.Request,
+    request: web.BaseRequest,
     upstream: aiohttp.ClientResponse,
     response: web.StreamResponse,
     ex: Exchange,
@@ -259,7 +259,7 @@ async def _pump(
     return True
 
 
-def _cut(request: web.Request, ex: Exchange, outcome: str, why: str) -> bool:
+def _cut(request: web.BaseRequest, ex: Exchange, outcome: str, why: str) -> bool:
     ex.fail(outcome, why)
     ex.cut = True
     _abort_client(request)
@@ -272,7 +272,9 @@ async def _sleep_until(deadline_ns: int) -> None:
         await asyncio.sleep(delay)
 
 
-async def serve_recorded(request: web.Request, state: ProxyState, ex: Exchange, hit: Recorded) -> web.StreamResponse:
+async def serve_recorded(
+    request: web.BaseRequest, state: ProxyState, ex: Exchange, hit: Recorded
+) -> web.StreamResponse:
     """The recorded status, headers and bytes, read by read, on the recorded schedule scaled by the pace."""
     rec = hit.record
     resp_rec = rec["response"]

@@ -13,8 +13,8 @@ from yarl import URL
 
 from bench.cassette import CassetteWriter, Redactor, new_cassette_path
 from bench.errors import BenchError
-from bench.serving import listen
-from proxy.app import build_app
+from bench.serving import LISTEN_BACKLOG
+from proxy.app import ProxyServer, build_server
 from proxy.replay import ReplayIndex, parse_pace
 from proxy.state import MODES, ProxyState, ProxyStats
 
@@ -31,11 +31,25 @@ def public_url(url: str) -> tuple[URL, str]:
     return parsed, label
 
 
+async def listen(server: ProxyServer, host: str, port: int) -> tuple[web.ServerRunner, web.TCPSite, str]:
+    """`bench.serving.listen` for the proxy's low-level server (see proxy.app): same backlog, URL and error."""
+    runner = web.ServerRunner(server, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise BenchError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port or --host") from None
+    bound = runner.addresses[0]
+    return runner, site, f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
+
+
 class RunningProxy:
     """A proxy serving on `url`; `close()` stops it and closes its cassette."""
 
     def __init__(
-        self, *, url: str, state: ProxyState, runner: web.AppRunner, site: web.TCPSite, cassette_path: Path | None
+        self, *, url: str, state: ProxyState, runner: web.BaseRunner, site: web.TCPSite, cassette_path: Path | None
     ) -> None:
         self.url = url
         self.cassette_path = cassette_path
@@ -156,7 +170,7 @@ async def start_proxy(
         secret_headers=redactor.headers,
         idle_timeout=idle_timeout,
     )
-    runner, site, url = await listen(build_app(state), host, port)
+    runner, site, url = await listen(build_server(state), host, port)
 
     if mode != "replay":
         # No session at all in replay mode: it must never open a network connection.

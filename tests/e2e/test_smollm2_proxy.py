@@ -76,13 +76,16 @@ async def test_record_then_replay_the_same_bytes_with_the_server_stopped(smollm2
 
 
 async def test_recorded_timing_agrees_with_what_the_client_measured(smollm2: str, tmp_path: Path) -> None:
-    """Catches mis-stamped reads (stamped on write, merged or split reads); the 1 ms figure itself is measured by
-    benchmarks/timing_fidelity.py on a quiet machine, since a shared 2-core machine delays any process by ms."""
+    """Catches mis-stamped reads (stamped on write, merged or split reads, a late t0): each is off by a token's time
+    (~7 ms) or more. The 1 ms figure itself is measured by benchmarks/timing_fidelity.py on a quiet machine, since a
+    shared 2-core machine delays any process by ms; the bounds leave room for that and no more."""
     result = await measure_fidelity(smollm2.removesuffix("/v1"), tmp_path, requests=8, max_tokens=40)
     assert result.recorded == 8
-    assert result.mismatched == 0, "the same events, counted alike, each with a first token"
-    ttft_p50 = statistics.median(abs(d) for d in result.ttft_diff_us)
-    itl_p50 = statistics.median(abs(d) for d in result.itl_diff_us)
-    print(f"TTFT |client - recorded| p50 {ttft_p50:.0f} us; ITL p50 {itl_p50:.0f} us")
-    assert ttft_p50 < 25_000, result.ttft_diff_us
-    assert itl_p50 < 5_000
+    for name, level in (("bytes", result.bytes), ("sdk", result.sdk)):
+        assert level.mismatched == 0, f"{name}: the same events, counted alike, each with a first token"
+        ttft_p50 = statistics.median(abs(d) for d in level.ttft_diff_us)
+        itl_p50 = statistics.median(abs(d) for d in level.itl_diff_us)
+        print(f"{name}: TTFT |client - recorded| p50 {ttft_p50:.0f} us; ITL p50 {itl_p50:.0f} us")
+    # The byte-level client measures as serving benchmarks do; the SDK's own decoding is not the proxy's to bound.
+    assert statistics.median(abs(d) for d in result.bytes.ttft_diff_us) < 5_000, result.bytes.ttft_diff_us
+    assert statistics.median(abs(d) for d in result.bytes.itl_diff_us) < 2_000

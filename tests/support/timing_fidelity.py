@@ -1,35 +1,128 @@
 """Compare what `bench proxy` recorded with what an openai SDK client measured for the same streamed requests.
 
 Shared by tests/e2e (a coarse bound that catches mis-stamped reads) and benchmarks/timing_fidelity.py (the figure).
+
+The client is measured at two levels on the same requests:
+- `sdk`: when the SDK yields each chunk with choices, from the httpx request hook; this includes the SDK's own
+  request building, SSE decoding and pydantic parsing.
+- `bytes`: as serving benchmarks measure (vLLM stamps each raw SSE event on arrival, before decoding it): from the
+  request handed to the HTTP transport to the raw read that completed each event with choices.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx2
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
 from bench.cassette import find_cassettes, read_cassette
 from bench.parse import parse_exchange
 from tests.support.llm_server import MODEL_ALIAS, free_port
 
+# SSE events end with a blank line; servers differ in their line ends (sse-starlette, under llama.cpp, uses CRLF).
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
+@dataclass
+class Level:
+    """Client minus recorded at one level of the client, in microseconds."""
+
+    ttft_diff_us: list[float] = field(default_factory=list)  # per request
+    itl_diff_us: list[float] = field(default_factory=list)  # per event gap
+    # requests whose recorded event count differs from the client's, or that recorded no first token
+    mismatched: int = 0
+
 
 @dataclass
 class Fidelity:
     recorded: int = 0
-    # client minus recorded, per request (TTFT) and per event gap (ITL), in microseconds
-    ttft_diff_us: list[float] = field(default_factory=list)
-    itl_diff_us: list[float] = field(default_factory=list)
-    # requests whose recorded event count differs from the client's, or that recorded no first token
-    mismatched: int = 0
+    sdk: Level = field(default_factory=Level)
+    bytes: Level = field(default_factory=Level)
+
+
+@dataclass
+class Stream:
+    """One request as the transport saw it: when it was handed over, and every raw body read with its arrival."""
+
+    sent: float
+    reads: list[tuple[float, bytes]] = field(default_factory=list)
+
+
+class _StampedBody(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, stream: Stream) -> None:
+        self._inner = inner
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        reads = self._stream.reads
+        async for part in self._inner:
+            # Stamped before the SDK sees the bytes: its decoding is not network latency.
+            reads.append((time.perf_counter(), part))
+            yield part
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class StampingTransport(httpx2.AsyncBaseTransport):
+    """Wraps the real transport and keeps the byte-level timing of every request that goes through it."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+        self.streams: list[Stream] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        stream = Stream(sent=time.perf_counter())
+        self.streams.append(stream)
+        response = await self._inner.handle_async_request(request)
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        response.stream = _StampedBody(response.stream, stream)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _has_choices(event: bytes) -> bool:
+    data = b"\n".join(line[5:].lstrip(b" ") for line in event.splitlines() if line.startswith(b"data:"))
+    if not data or data == b"[DONE]":
+        return False
+    obj = json.loads(data)
+    return isinstance(obj, dict) and bool(obj.get("choices"))
+
+
+def choice_event_times(reads: list[tuple[float, bytes]]) -> list[float]:
+    """Arrival of the read that completed each event with non-empty choices (vLLM's token events)."""
+    times: list[float] = []
+    pending = b""
+    for t, part in reads:
+        *complete, pending = _EVENT_END.split(pending + part)
+        times.extend(t for event in complete if _has_choices(event))
+    return times
+
+
+def _compare(level: Level, records: list[dict[str, Any]], client: list[tuple[float, list[float]]]) -> None:
+    """`client` holds per request the send stamp and the stamps of its events with choices, in seconds."""
+    for record, (sent, stamps) in zip(records, client, strict=False):
+        timing = parse_exchange(record).timing
+        if timing.ttft_us is None or not stamps or len(timing.itl_us) != len(stamps) - 1:
+            level.mismatched += 1
+            continue
+        level.ttft_diff_us.append((stamps[0] - sent) * 1e6 - timing.ttft_us)
+        gaps = [(b - a) * 1e6 for a, b in itertools.pairwise(stamps)]
+        level.itl_diff_us.extend(c - r for c, r in zip(gaps, timing.itl_us, strict=True))
 
 
 async def wait_for_port(port: int, timeout: float = 20.0) -> None:
@@ -45,47 +138,48 @@ async def wait_for_port(port: int, timeout: float = 20.0) -> None:
             await asyncio.sleep(0.1)
 
 
+async def _stream_chats(
+    port: int, requests: int, max_tokens: int
+) -> tuple[list[tuple[float, list[float]]], StampingTransport]:
+    """Stream the chats; returns the SDK-level stamps per request and the transport holding the byte-level ones."""
+    sent: list[float] = []
+
+    async def on_request(request: httpx2.Request) -> None:
+        # The SDK-level clock starts when the request goes on the wire, not while the SDK builds it.
+        sent.append(time.perf_counter())
+
+    transport = StampingTransport(httpx2.AsyncHTTPTransport())
+    http = DefaultAsyncHttpxClient(transport=transport, event_hooks={"request": [on_request]})
+    client = AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", http_client=http)
+    sdk: list[tuple[float, list[float]]] = []
+    for i in range(requests):
+        stream = await client.chat.completions.create(
+            model=MODEL_ALIAS,
+            messages=[{"role": "user", "content": f"Count from {i} to {i + 20}."}],
+            max_tokens=max_tokens,
+            temperature=0,
+            stream=True,
+        )
+        sdk.append((sent[-1], [time.perf_counter() async for chunk in stream if chunk.choices]))
+    await client.close()
+    return sdk, transport
+
+
 async def measure_fidelity(upstream: str, cassettes: Path, requests: int, max_tokens: int = 48) -> Fidelity:
     """Stream `requests` chats through a `bench proxy` subprocess (as users run it, so the client's event loop
-    measures only itself) and compare the client's clock with the recorded timing."""
+    measures only itself) and compare the client's clock, at both levels, with the recorded timing."""
     port = free_port()
     cmd = [sys.executable, "-m", "bench", "proxy", "--upstream", upstream, "--port", str(port)]
     proc = subprocess.Popen([*cmd, "--cassettes", str(cassettes)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    sent: list[float] = []
-
-    async def on_request(request: Any) -> None:
-        # The client's clock starts when the request goes on the wire, not while the SDK builds it.
-        sent.append(time.perf_counter())
-
-    client_ttft: list[float] = []
-    client_gaps: list[list[float]] = []
     try:
         await wait_for_port(port)
-        http = DefaultAsyncHttpxClient(event_hooks={"request": [on_request]})
-        client = AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", http_client=http)
-        for i in range(requests):
-            stream = await client.chat.completions.create(
-                model=MODEL_ALIAS,
-                messages=[{"role": "user", "content": f"Count from {i} to {i + 20}."}],
-                max_tokens=max_tokens,
-                temperature=0,
-                stream=True,
-            )
-            stamps = [time.perf_counter() async for chunk in stream if chunk.choices]
-            client_ttft.append((stamps[0] - sent[-1]) * 1e6)
-            client_gaps.append([(b - a) * 1e6 for a, b in itertools.pairwise(stamps)])
-        await client.close()
+        sdk, transport = await _stream_chats(port, requests, max_tokens)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
     [cassette] = find_cassettes([cassettes])
     _, records = read_cassette(cassette)
     result = Fidelity(recorded=len(records))
-    for record, ttft, gaps in zip(records, client_ttft, client_gaps, strict=False):
-        timing = parse_exchange(record).timing
-        if timing.ttft_us is None or len(timing.itl_us) != len(gaps):
-            result.mismatched += 1
-            continue
-        result.ttft_diff_us.append(ttft - timing.ttft_us)
-        result.itl_diff_us.extend(c - r for c, r in zip(gaps, timing.itl_us, strict=True))
+    _compare(result.sdk, records, sdk)
+    _compare(result.bytes, records, [(s.sent, choice_event_times(s.reads)) for s in transport.streams])
     return result
