@@ -13,9 +13,14 @@ from bench.errors import BenchError
 LISTEN_BACKLOG = 2048
 
 
-async def listen(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, web.TCPSite, str]:
-    """Serve `app`; returns the runner, the site and the base URL with the port actually bound (port 0: any)."""
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
+async def listen(app: web.Application | web.Server, host: str, port: int) -> tuple[web.BaseRunner, web.TCPSite, str]:
+    """Serve `app` (an application, or a low-level server as the proxy runs); returns the runner, the site and the
+    base URL with the port actually bound (port 0: any)."""
+    runner: web.BaseRunner
+    if isinstance(app, web.Application):
+        runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
+    else:
+        runner = web.ServerRunner(app, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
     try:

@@ -13,8 +13,8 @@ from yarl import URL
 
 from bench.cassette import CassetteWriter, Redactor, new_cassette_path
 from bench.errors import BenchError
-from bench.serving import LISTEN_BACKLOG
-from proxy.app import ProxyServer, build_server
+from bench.serving import listen
+from proxy.app import build_server
 from proxy.replay import ReplayIndex, parse_pace
 from proxy.state import MODES, ProxyState, ProxyStats
 
@@ -29,20 +29,6 @@ def public_url(url: str) -> tuple[URL, str]:
         raise BenchError(f"bad --upstream {url!r}; give a base URL such as http://127.0.0.1:8000")
     label = str(parsed.with_user(None).with_query(None).with_fragment(None)).rstrip("/")
     return parsed, label
-
-
-async def listen(server: ProxyServer, host: str, port: int) -> tuple[web.ServerRunner, web.TCPSite, str]:
-    """`bench.serving.listen` for the proxy's low-level server (see proxy.app): same backlog, URL and error."""
-    runner = web.ServerRunner(server, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
-    try:
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
-        raise BenchError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port or --host") from None
-    bound = runner.addresses[0]
-    return runner, site, f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
 
 
 class RunningProxy:

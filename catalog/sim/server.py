@@ -213,7 +213,7 @@ class Simulator:
 
 
 class RunningSim:
-    def __init__(self, sim: Simulator, runner: web.AppRunner, url: str) -> None:
+    def __init__(self, sim: Simulator, runner: web.BaseRunner, url: str) -> None:
         self.sim = sim
         self.url = url
         self.base_url = url + "/v1"
