@@ -46,6 +46,7 @@ def main() -> None:
     with llama_server() as base, tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(measure_fidelity(base.removesuffix("/v1"), Path(tmp), args.requests + 1, max_tokens=64))
     print(f"{args.requests} streamed requests to SmolLM2-135M through bench proxy (own process); goal: within 1000 us")
+    report("wire", result.wire)
     report("bytes", result.bytes)
     report("sdk", result.sdk)
 
