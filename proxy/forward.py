@@ -208,8 +208,7 @@ async def _forward(
             state.stats.errors += 1
         return response
     finally:
-        ex.server = upstream.headers.get("Server")
-        ex.upstream_headers = identity_headers(upstream.headers.items(), state.secret_headers)
+        _note_upstream(ex, upstream, state)
         # close() drops the upstream connection, which is how a client's disconnect cancels the upstream request.
         if finished:
             upstream.release()
@@ -255,8 +254,15 @@ async def _pump(
         if first:
             first = False
             state.first_byte_sent(ex)
+    _note_upstream(ex, upstream, state)
+    await state.persist(ex)
     await response.write_eof()
     return True
+
+
+def _note_upstream(ex: Exchange, upstream: aiohttp.ClientResponse, state: ProxyState) -> None:
+    ex.server = upstream.headers.get("Server")
+    ex.upstream_headers = identity_headers(upstream.headers.items(), state.secret_headers)
 
 
 def _cut(request: web.BaseRequest, ex: Exchange, outcome: str, why: str) -> bool:

@@ -108,6 +108,7 @@ class Exchange:
         "outcome",
         "own_ns",
         "path",
+        "persisted",
         "query",
         "replay_of",
         "req_headers",
@@ -170,6 +171,7 @@ class Exchange:
         self.server: str | None = None
         self.upstream_headers: dict[str, str] = {}
         self.replay_of: dict[str, str] | None = None
+        self.persisted = False  # its record is in the file already (ProxyState.persist)
 
     def fail(self, outcome: str, error: str) -> None:
         """Keep the first failure: a client that leaves after an upstream error is still an upstream error."""

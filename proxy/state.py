@@ -86,21 +86,34 @@ class ProxyState:
         if not self.awaiting:
             self._quiet.set()
 
+    async def persist(self, ex: Exchange) -> None:
+        """Write a forwarded exchange's record before its response ends: once the client has the whole answer, kill -9
+        of the proxy cannot lose it. Only the end of the response waits (every event has gone through); building the
+        record is the same work the drain below would do, at the moment the exchange ends instead of a little later."""
+        if self.writer is None or ex.persisted:
+            return
+        end = monotonic_ns()
+        ex.settle_stream()
+        ex.persisted = True
+        self._number(ex)
+        record = self._build(ex, end)
+        if record is not None:
+            await self._put(record, durable=True)
+
     def finish(self, ex: Exchange) -> None:
-        """Queue a finished exchange for the writer; the handler never waits for building or packing its record."""
+        """Queue a finished exchange for the writer unless `persist` wrote it; the handler never waits for that."""
         end = monotonic_ns()
         self.in_flight.pop(ex, None)
         self.first_byte_sent(ex)
-        ex.settle_stream()
+        if not ex.persisted:
+            ex.settle_stream()
         if not self.in_flight:
             self.idle.set()
         if ex.outcome == CLIENT_DISCONNECTED:
             self.stats.client_disconnects += 1
-        if self.writer is None:
+        if self.writer is None or ex.persisted:
             return
-        self.seq += 1
-        ex.seq = self.seq
-        self.stats.exchanges += 1
+        self._number(ex)
         self._finished.append((ex, end))
         # One task drains every exchange that finished meanwhile: under load, far fewer tasks than exchanges.
         if self._drainer is None:
@@ -121,17 +134,9 @@ class ProxyState:
                 since = monotonic_ns()
                 for _ in range(len(self._finished)):
                     ex, end = self._finished.popleft()
-                    try:
-                        ex.identify()
-                        if not ex.fp:
-                            ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
-                        record = ex.to_record(end)
-                    except Exception:  # a bug on odd bytes must cost one record, not every later one
-                        log.exception("bench proxy: could not build the record of exchange x%d", ex.seq)
-                        self.stats.exchanges -= 1
-                        self.stats.lost += 1
-                        continue
-                    await self._put(record)
+                    record = self._build(ex, end)
+                    if record is not None:
+                        await self._put(record)
                     if monotonic_ns() - since > MAX_RECORD_HOLD_NS:
                         # A burst of records must not hold the loop; between yields they reach the writer thread
                         # together (fewer wake-ups, larger compressed blocks).
@@ -142,10 +147,31 @@ class ProxyState:
                 self.pending_records.discard(self._drainer)
             self._drainer = None
 
-    async def _put(self, record: dict[str, Any]) -> None:
+    def _number(self, ex: Exchange) -> None:
+        self.seq += 1
+        ex.seq = self.seq
+        self.stats.exchanges += 1
+
+    def _build(self, ex: Exchange, end: int) -> dict[str, Any] | None:
+        """The exchange's record, or None (counted as lost) if building it fails."""
+        try:
+            ex.identify()
+            if not ex.fp:
+                ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
+            return ex.to_record(end)
+        except Exception:  # a bug on odd bytes must cost one record, not every later one
+            log.exception("bench proxy: could not build the record of exchange x%d", ex.seq)
+            self.stats.exchanges -= 1
+            self.stats.lost += 1
+            return None
+
+    async def _put(self, record: dict[str, Any], durable: bool = False) -> None:
         assert self.writer is not None
         try:
-            await self.writer.put_async(record)
+            if durable:
+                await self.writer.put_durable(record)
+            else:
+                await self.writer.put_async(record)
         except WriterClosed as exc:
             # Disk full or file removed: keep serving (the clients are not at fault), count and say it once.
             self.stats.exchanges -= 1

@@ -7,12 +7,14 @@ lost. One stream per file compresses ~3x better than a frame per exchange becaus
 
 Queue policy: the queue is bounded in bytes (`max_queue_bytes`). A full queue never drops a record and never blocks
 the event loop: `put_async` waits for room in a worker thread, so only the coroutine that finished the exchange
-waits, and the wait is counted in `stats.queue_full_waits`.
+waits, and the wait is counted in `stats.queue_full_waits`. `put_durable` also waits until the record's block has
+been written to the file (the OS has it: kill -9 cannot lose it, only a crash of the machine could).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import threading
@@ -54,6 +56,25 @@ def new_cassette_path(directory: Path, prefix: str = "rec") -> Path:
     return path
 
 
+def _wake(waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]], error: Exception | None) -> None:
+    """Settle `put_durable` waiters from the writer thread: one call into each event loop per batch."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for _, loop, future in waiters:
+        by_loop.setdefault(loop, []).append(future)
+    for loop, futures in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # that loop is already closed: nobody waits any more
+            loop.call_soon_threadsafe(_settle, futures, error)
+
+
+def _settle(futures: list[asyncio.Future[None]], error: Exception | None) -> None:
+    for future in futures:
+        if not future.done():  # a cancelled waiter (its client left) needs nothing
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+
+
 class CassetteWriter:
     def __init__(
         self,
@@ -75,6 +96,10 @@ class CassetteWriter:
         self._closing = False
         self._error: BaseException | None = None
         self._packer = msgpack.Packer(use_bin_type=True)
+        # Records are numbered as they are queued; `_written` is how many have reached the file, in order.
+        self._queued_count = 0
+        self._written = 0
+        self._waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
@@ -109,29 +134,48 @@ class CassetteWriter:
         """Queue a finished exchange; blocks the calling thread while the queue is full."""
         self._enqueue(self.pack_exchange(record), block=True)
 
-    async def put_async(self, record: dict[str, Any]) -> None:
-        """Queue a finished exchange from the event loop without ever blocking it."""
+    async def put_async(self, record: dict[str, Any]) -> int:
+        """Queue a finished exchange from the event loop without ever blocking it; returns its number."""
         data = self.pack_exchange(record)
-        if not self._enqueue(data, block=False):
+        ticket = self._enqueue(data, block=False)
+        if ticket is None:
             self.stats.queue_full_waits += 1
-            await asyncio.to_thread(self._enqueue, data, True)
+            ticket = await asyncio.to_thread(self._enqueue, data, True)
+            assert ticket is not None
+        return ticket
 
-    def _enqueue(self, data: bytes, block: bool) -> bool:
+    async def put_durable(self, record: dict[str, Any]) -> None:
+        """As `put_async`, then wait (the loop runs on) until the record is in the file."""
+        ticket = await self.put_async(record)
+        loop = asyncio.get_running_loop()
+        with self._cond:
+            if self._written >= ticket:
+                return
+            self._raise_if_failed()
+            written: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((ticket, loop, written))
+        await written
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise WriterClosed(f"cassette writer for {self.path} failed: {self._error}")
+
+    def _enqueue(self, data: bytes, block: bool) -> int | None:
         with self._cond:
             while True:
-                if self._error is not None:
-                    raise WriterClosed(f"cassette writer for {self.path} failed: {self._error}")
+                self._raise_if_failed()
                 if self._closing:
                     raise WriterClosed(f"cassette {self.path} is closed")
                 if self._queued_bytes == 0 or self._queued_bytes + len(data) <= self._max_queue_bytes:
                     break
                 if not block:
-                    return False
+                    return None
                 self._cond.wait()
             self._queue.append(data)
             self._queued_bytes += len(data)
+            self._queued_count += 1
             self._cond.notify_all()
-        return True
+            return self._queued_count
 
     # -- writer thread -------------------------------------------------------------------------------------------
 
@@ -149,11 +193,18 @@ class CassetteWriter:
             except BaseException as exc:  # disk full, file removed: surface it to producers
                 with self._cond:
                     self._error = exc
+                    waiting, self._waiters = self._waiters, []
                     self._cond.notify_all()
+                _wake(waiting, WriterClosed(f"cassette writer for {self.path} failed: {exc}"))
                 return
             with self._cond:
                 self._queued_bytes -= sum(len(b) for b in batch)
+                self._written += len(batch)
+                waiting = [w for w in self._waiters if w[0] <= self._written]
+                if waiting:
+                    self._waiters = [w for w in self._waiters if w[0] > self._written]
                 self._cond.notify_all()
+            _wake(waiting, None)
 
     def _write_now(self, batch: list[bytes], end_frame: bool = False) -> None:
         parts = [self._compressor.compress(b) for b in batch]
