@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from bench.cassette import CassetteReader, CassetteWriter, Redactor, read_cassette
 from bench.cassette.format import FORMAT_VERSION
+from bench.cassette.writer import WriterClosed
 from bench.errors import CassetteError
 
 SECRET = "sk-live-0123456789abcdef"
@@ -153,6 +154,29 @@ async def test_full_queue_waits_without_blocking_the_loop_and_drops_nothing(tmp_
     assert len(records) == 200
     assert w.stats.queue_full_waits > 0
     assert ticks > 0
+
+
+async def test_put_durable_returns_once_the_record_is_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "d.cassette"
+    w = CassetteWriter(path)
+    for i in range(3):
+        await asyncio.gather(*(w.put_durable(exchange(10 * i + k, [b"chunk %d" % k])) for k in range(4)))
+        # Read while the writer is still open, as a reader after kill -9 would.
+        reader = CassetteReader(path)
+        assert [r["id"] for r in reader] == [f"x{10 * j + k}" for j in range(i + 1) for k in range(4)]
+        assert reader.truncated
+    await w.aclose()
+    with pytest.raises(WriterClosed):
+        await w.put_durable(exchange(99, [b"late"]))
+
+
+async def test_put_durable_fails_when_the_file_cannot_be_written(tmp_path: Path) -> None:
+    w = CassetteWriter(tmp_path / "f.cassette")
+    os.close(w._fd)  # the next write fails as a full or removed disk would
+    with pytest.raises(WriterClosed, match="failed"):
+        await asyncio.wait_for(w.put_durable(exchange(1, [b"x"])), 5)
+    w._fd = os.open(os.devnull, os.O_WRONLY)  # for close() to close
+    w.close()
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
