@@ -41,7 +41,7 @@ def report(name: str, level: Level) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--requests", type=int, default=60)
     args = parser.parse_args()
     with llama_server() as base, tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(measure_fidelity(base.removesuffix("/v1"), Path(tmp), args.requests + 1, max_tokens=64))
