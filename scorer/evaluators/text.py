@@ -15,7 +15,12 @@ _DECORATION = "\"'`“”‘’«»*"
 _NEGATIONS = frozenset(
     ("not", "no", "never", "neither", "nor", "without", "cannot", "hardly", "isn't", "aren't", "wasn't", "weren't")
 )
-_CLAUSE_BREAK = re.compile(r"[.;:!?,\n]|\bbut\b|\bhowever\b", re.IGNORECASE)
+# A clause ends at one of these characters or at the word "but" or "however".
+_CLAUSE_MARKS = ".;:!?,\n"
+_CLAUSE_WORD = re.compile(r"\bbut\b|\bhowever\b", re.IGNORECASE)
+_WORD = re.compile(r"[\w']+")
+# The last four words of a clause lie in its last characters; a longer tail only costs time.
+_WORDS_TAIL = 256
 
 
 def _fold(s: str, case_sensitive: bool) -> str:
@@ -104,11 +109,30 @@ def regex(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
     return Score.of(m is not None, f"matched {short(m.group(0))}" if m else f"no match for /{pattern}/")
 
 
+def last_clause(text: str) -> str:
+    """The text after the last clause break. Found backwards from the end (the last mark by C-level rfind, then
+    the words of that last stretch only), so a mention late in a long answer costs its clause, not the answer."""
+    after_mark = max(map(text.rfind, _CLAUSE_MARKS)) + 1
+    stretch = text[after_mark:]
+    low = stretch.lower()  # no other character matches these letters case-insensitively: an exact pre-check
+    if "but" not in low and "however" not in low:
+        return stretch
+    ends = [m.end() for m in _CLAUSE_WORD.finditer(stretch)]
+    return stretch[ends[-1] :] if ends else stretch
+
+
+def _words(text: str) -> list[str]:
+    words: list[str] = _WORD.findall(text.casefold().replace("’", "'"))
+    return words
+
+
 def is_negated(prefix: str) -> bool:
     """Whether the clause leading up to a mention negates it (looks back at most four words)."""
-    clause = _CLAUSE_BREAK.split(prefix)[-1]
-    words = re.findall(r"[\w']+", clause.casefold().replace("’", "'"))[-4:]
-    return any(w in _NEGATIONS or w.endswith("n't") for w in words)
+    clause = last_clause(prefix)
+    words = _words(clause[-_WORDS_TAIL:])
+    if len(words) <= 4 and len(clause) > _WORDS_TAIL:
+        words = _words(clause)  # the cut may have split one of the last four words
+    return any(w in _NEGATIONS or w.endswith("n't") for w in words[-4:])
 
 
 @evaluator("mentions", args={"value": REQUIRED})

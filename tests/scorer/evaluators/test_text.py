@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bench.errors import BenchError
-from scorer.evaluators.text import is_negated, strip_token
+from scorer.evaluators.text import _NEGATIONS, is_negated, last_clause, strip_token
 from tests.scorer.helpers import ctx, score
 
 
@@ -75,3 +79,22 @@ def test_mentions_ignores_negated(text: str, ok: bool) -> None:
 def test_is_negated_looks_within_the_clause() -> None:
     assert is_negated("it is not ")
     assert not is_negated("it is not Lyon; it is ")
+
+
+_PIECES = [*"ab .;:!?,\n\u00e9_", "but", "However", "BUT", "rebut", "however", "butter"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join))
+def test_the_last_clause_is_what_follows_the_last_clause_break(text: str) -> None:
+    # The plain definition: split at every break, keep the last piece.
+    assert last_clause(text) == re.split(r"[.;:!?,\n]|\bbut\b|\bhowever\b", text, flags=re.IGNORECASE)[-1]
+
+
+_NEGATING = [*_PIECES, "not ", "isn't ", "isn’t ", "x" * 300, " Paris", "ſ", "İ", "ÉTÉ"]
+
+
+@given(st.lists(st.sampled_from(_NEGATING), max_size=40).map("".join))
+def test_negation_reads_the_last_four_words_of_the_last_clause(prefix: str) -> None:
+    clause = re.split(r"[.;:!?,\n]|\bbut\b|\bhowever\b", prefix, flags=re.IGNORECASE)[-1]
+    words = re.findall(r"[\w']+", clause.casefold().replace("’", "'"))[-4:]
+    assert is_negated(prefix) == any(w in _NEGATIONS or w.endswith("n't") for w in words)
