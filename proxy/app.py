@@ -19,7 +19,7 @@ from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 
-from bench.cassette.format import CLIENT_DISCONNECTED
+from bench.cassette.format import CLIENT_DISCONNECTED, UPSTREAM_ERROR
 from bench.fingerprint import fingerprint
 from proxy.errors import error_response, shutting_down, unauthorized
 from proxy.forward import TAG_PREFIX, forward, serve_recorded
@@ -95,6 +95,18 @@ async def _answer_expect(request: web.BaseRequest) -> web.Response | None:
     return None
 
 
+def _record_own_answer(state: ProxyState, ex: Exchange, response: web.Response, why: str) -> None:
+    """A replay miss goes into the replay cassette as a failed exchange, with the 404 the client got: a run replayed
+    through the proxy then shows what it asked that was never recorded, in its scores, instead of a gap."""
+    assert isinstance(response.body, bytes)
+    ex.status = response.status
+    ex.resp_headers = [[k, v] for k, v in response.headers.items()]
+    ex.chunks.append(response.body)
+    ex.times.append(monotonic_ns())
+    ex.fail(UPSTREAM_ERROR, why)
+    state.finish(ex)
+
+
 async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamResponse:
     t0 = _arrival(request)
     started_us = time.time_ns() // 1000 - (monotonic_ns() - t0) // 1000
@@ -135,7 +147,9 @@ async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamRespo
             extra = {}
             if nearest is not None:
                 extra["nearest"] = {"cassette": nearest[0].cassette, "id": nearest[0].id, "differs": nearest[1]}
-            return error_response(404, message, type="invalid_request_error", code="replay_miss", **extra)
+            missed = error_response(404, message, type="invalid_request_error", code="replay_miss", **extra)
+            _record_own_answer(state, ex, missed, message)
+            return missed
     else:
         hit = None
     task = asyncio.current_task()

@@ -71,12 +71,14 @@ class Recorded:
 
 
 def replayable(record: dict[str, Any]) -> bool:
-    """A response started (status known) and the client did not cut it short; replays are not re-indexed."""
+    """A response started (status known) and the client did not cut it short; what a replay session wrote (its
+    replays and its misses) is not re-indexed."""
     response = record.get("response") or {}
     return (
         response.get("status") is not None
         and record.get("outcome") != CLIENT_DISCONNECTED
         and record.get("replay_of") is None
+        and record.get("mode") != "replay"
         and isinstance((record.get("request") or {}).get("fp"), str)
     )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from bench.cassette import read_cassette
+from bench.cassette import CassetteReader, find_cassettes, read_cassette
 from bench.errors import BenchError
 from proxy import start_proxy
 from proxy.replay import parse_pace
@@ -79,6 +79,14 @@ async def test_a_miss_names_the_nearest_request_and_what_differs(upstream: Upstr
     body = missed.value.body
     assert isinstance(body, dict) and body["nearest"]["differs"] == ["body.temperature"]
     assert player.stats.misses == 1
+    # The miss is in the replay cassette, as the failed exchange the client saw, and is never replayed itself.
+    [replay_file] = [p for p in find_cassettes([cassettes]) if p.name.startswith("replay-")]
+    [miss] = list(CassetteReader(replay_file))
+    assert miss["response"]["status"] == 404 and miss["outcome"] == "upstream_error" and miss["mode"] == "replay"
+    assert b"replay_miss" in miss["response"]["chunks"][0] and "nearest recorded: x1" in miss["error"]
+    again = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
+    assert again._state.index is not None and len(again._state.index) == 2
+    await again.close()
 
 
 async def test_auto_replays_hits_and_records_misses(upstream: Upstream, cassettes: Path) -> None:
