@@ -39,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
         raise BenchError(f"--jobs {args.jobs}: give at least 1")
     catalog = load_catalog(args.catalog)
     out: Path = args.out or default_base(args.paths) / "scores.jsonl"
-    previous = read_scores(out) if out.exists() else None
+    # Flips compare scores only: the previous file's per-exchange timings would double the memory for nothing.
+    previous = read_scores(out, exchanges=False) if out.exists() else None
     meta, results = rescore(
         list(args.paths),
         catalog=catalog,

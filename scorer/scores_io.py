@@ -43,22 +43,38 @@ def write_scores(path: Path, meta: Mapping[str, Any], results: Iterable[Mapping[
         raise BenchError(f"cannot write scores file {path}: {exc.strerror}; choose another --out") from None
 
 
-def read_scores(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_scores(path: Path, *, exchanges: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The meta line and the result lines, read a line at a time. `exchanges=False` drops each result's per-exchange
+    details (timings, ITLs: most of a file) as it is read, for callers that compare scores only."""
     path = Path(path)
     try:
-        lines = path.read_bytes().splitlines()
+        with open(path, "rb") as fh:
+            meta = _parse(path, fh.readline())
+            if not meta:
+                raise BenchError(f"{path}: empty scores file; run `bench rescore` again")
+            if not isinstance(meta, dict) or meta.get("kind") != "meta" or meta.get("format") != FORMAT_NAME:
+                raise BenchError(f"{path}: not a bench scores file (no meta line); pass a file `bench rescore` wrote")
+            version = meta.get("version")
+            if not isinstance(version, int) or version > FORMAT_VERSION:
+                raise BenchError(
+                    f"{path}: scores format version {version!r} is newer than this bench reads; upgrade bench"
+                )
+            results: list[dict[str, Any]] = []
+            for line in fh:
+                result = _parse(path, line)
+                if isinstance(result, dict) and result.get("kind") == "result":
+                    if not exchanges:
+                        result.pop("exchanges", None)
+                    results.append(result)
     except OSError as exc:
         raise BenchError(f"cannot read scores file {path}: {exc.strerror}; run `bench rescore` first") from None
-    if not lines:
-        raise BenchError(f"{path}: empty scores file; run `bench rescore` again")
+    return meta, results
+
+
+def _parse(path: Path, line: bytes) -> Any:
+    if not line.strip():
+        return None
     try:
-        meta = orjson.loads(lines[0])
-        results = [orjson.loads(line) for line in lines[1:] if line.strip()]
+        return orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise BenchError(f"{path}: not a scores file (bad JSON: {exc}); run `bench rescore` again") from None
-    if not isinstance(meta, dict) or meta.get("kind") != "meta" or meta.get("format") != FORMAT_NAME:
-        raise BenchError(f"{path}: not a bench scores file (no meta line); pass a file `bench rescore` wrote")
-    version = meta.get("version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise BenchError(f"{path}: scores format version {version!r} is newer than this bench reads; upgrade bench")
-    return meta, [r for r in results if isinstance(r, dict) and r.get("kind") == "result"]
