@@ -142,6 +142,13 @@ def _error(ex: Exchange, status: int, outcome: str, message: str) -> web.Respons
     return web.Response(status=status, body=body, content_type=JSON_TYPE, headers={PROXY_ERROR_HEADER: code})
 
 
+async def _failed(state: ProxyState, ex: Exchange, status: int, outcome: str, message: str) -> web.Response:
+    """The proxy's own 502/504 for a failed upstream: a whole answer for its client, so recorded before it is sent."""
+    response = _error(ex, status, outcome, message)
+    await state.persist(ex)
+    return response
+
+
 async def forward(request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
     assert state.session is not None and state.upstream_label is not None
     url = state.target(ex.path, ex.query)
@@ -181,14 +188,14 @@ async def _forward(
         if watchdog is None or not watchdog.absorb():
             raise
         state.stats.errors += 1
-        return _error(ex, 504, TIMEOUT, late)
+        return await _failed(state, ex, 504, TIMEOUT, late)
     except TimeoutError:
         state.stats.errors += 1
-        return _error(ex, 504, TIMEOUT, late)
+        return await _failed(state, ex, 504, TIMEOUT, late)
     except aiohttp.ClientError as exc:
         state.stats.errors += 1
         reason = str(exc) or type(exc).__name__
-        return _error(ex, 502, UPSTREAM_ERROR, f"upstream {state.upstream_label} failed: {reason}")
+        return await _failed(state, ex, 502, UPSTREAM_ERROR, f"upstream {state.upstream_label} failed: {reason}")
 
     t = ex.headers_at = monotonic_ns()
     finished = False

@@ -150,10 +150,11 @@ async def test_unreachable_upstream_gives_openai_shaped_502(cassettes: Path) -> 
         await client.chat.completions.create(model="m", messages=MESSAGES)
     assert failed.value.status_code == 502
     assert dead in failed.value.message and failed.value.code == "bad_gateway"
+    assert proxy.cassette_path is not None
+    # In the file before the proxy closes: the client had its whole (error) answer, so kill -9 must not lose it.
+    [record] = read_cassette(proxy.cassette_path)[1]
     await client.close()
     await proxy.close()
-    assert proxy.cassette_path is not None
-    record = read_cassette(proxy.cassette_path)[1][0]
     assert record["outcome"] == "upstream_error" and record["response"]["status"] == 502
     assert dead in record["error"] and proxy.stats.errors == 1
 
