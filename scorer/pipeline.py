@@ -242,7 +242,10 @@ def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
             "settings": header.get("settings") or {},
             "run_meta": header.get("run") or {},
         }
-    for key, group in groups.items():
+    while groups:
+        # Popped as they are scored: a group's turns (answers, arguments) are freed as its result is made, so the
+        # peak is not every turn plus every result.
+        key, group = groups.popitem()
         test = catalog.tests.get(key[2])
         recorded = hashes.get(key[2]) if hashes is not None else None
         result = build_result(key, group, test, recorded, rel)
