@@ -215,11 +215,11 @@ async def _forward(
             state.stats.errors += 1
         return response
     finally:
-        _note_upstream(ex, upstream, state)
         # close() drops the upstream connection, which is how a client's disconnect cancels the upstream request.
         if finished:
-            upstream.release()
+            upstream.release()  # _pump noted the upstream's identity before the record was written
         else:
+            _note_upstream(ex, upstream, state)
             upstream.close()
 
 
