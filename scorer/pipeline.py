@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -295,22 +296,16 @@ def latest_recordings(
     in a later cassette of the same run, so the latest cassette's recording is the job; the earlier partial one is
     dropped and counted per run. Results without a run id (traffic of other clients) are all kept."""
     created = {c["path"]: str(c.get("created") or "") for c in cassettes}
-    latest: dict[Key, dict[str, Any]] = {}
+    kept: list[dict[str, Any]] = []
     superseded: Counter[str] = Counter()
-    for r in results:
-        if not r["run"]:
-            continue
-        key: Key = (r["run"], r["model"] or "", r["test"], r["epoch"])
-        seen = latest.get(key)
-        if seen is not None:
-            superseded[r["run"]] += 1
-            if (created.get(seen["cassette"], ""), seen["cassette"]) > (created.get(r["cassette"], ""), r["cassette"]):
-                continue
-        latest[key] = r
-    if not superseded:
-        return results, superseded
-    kept = {id(r) for r in latest.values()}
-    return [r for r in results if not r["run"] or id(r) in kept], superseded
+    # sort_key orders by (model, test, epoch, run, cassette): one job's results from several cassettes are adjacent.
+    for (run, *_), same in groupby(results, key=lambda r: (r["run"], r["model"], r["test"], r["epoch"])):
+        group = list(same)
+        if run and len(group) > 1:
+            superseded[run] += len(group) - 1
+            group = [max(group, key=lambda r: (created.get(r["cassette"], ""), r["cassette"]))]
+        kept.extend(group)
+    return kept, superseded
 
 
 def assemble(
