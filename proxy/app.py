@@ -95,18 +95,6 @@ async def _answer_expect(request: web.BaseRequest) -> web.Response | None:
     return None
 
 
-def _record_own_answer(state: ProxyState, ex: Exchange, response: web.Response, why: str) -> None:
-    """A replay miss goes into the replay cassette as a failed exchange, with the 404 the client got: a run replayed
-    through the proxy then shows what it asked that was never recorded, in its scores, instead of a gap."""
-    assert isinstance(response.body, bytes)
-    ex.status = response.status
-    ex.resp_headers = [[k, v] for k, v in response.headers.items()]
-    ex.chunks.append(response.body)
-    ex.times.append(monotonic_ns())
-    ex.fail(UPSTREAM_ERROR, why)
-    state.finish(ex)
-
-
 async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamResponse:
     t0 = _arrival(request)
     started_us = time.time_ns() // 1000 - (monotonic_ns() - t0) // 1000
@@ -148,7 +136,12 @@ async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamRespo
             if nearest is not None:
                 extra["nearest"] = {"cassette": nearest[0].cassette, "id": nearest[0].id, "differs": nearest[1]}
             missed = error_response(404, message, type="invalid_request_error", code="replay_miss", **extra)
-            _record_own_answer(state, ex, missed, message)
+            # Recorded in the replay cassette: a replayed run's scores then show what it asked that was never
+            # recorded, instead of a gap.
+            assert isinstance(missed.body, bytes)
+            headers = [[k, v] for k, v in missed.headers.items()]
+            ex.answered_by_proxy(missed.status, headers, missed.body, UPSTREAM_ERROR, message)
+            state.finish(ex)
             return missed
     else:
         hit = None

@@ -132,13 +132,9 @@ class IdleWatchdog:
 
 
 def _error(ex: Exchange, status: int, outcome: str, message: str) -> web.Response:
-    ex.fail(outcome, message)
     code = "upstream_timeout" if outcome == TIMEOUT else "bad_gateway"
     body = error_body(message, type="upstream_error", code=code)
-    ex.status = status
-    ex.resp_headers = [["Content-Type", JSON_TYPE], [PROXY_ERROR_HEADER, code]]
-    ex.chunks.append(body)
-    ex.times.append(monotonic_ns())
+    ex.answered_by_proxy(status, [["Content-Type", JSON_TYPE], [PROXY_ERROR_HEADER, code]], body, outcome, message)
     return web.Response(status=status, body=body, content_type=JSON_TYPE, headers={PROXY_ERROR_HEADER: code})
 
 

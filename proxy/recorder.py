@@ -173,6 +173,15 @@ class Exchange:
         self.replay_of: dict[str, str] | None = None
         self.persisted = False  # its record is in the file already (ProxyState.persist)
 
+    def answered_by_proxy(self, status: int, headers: list[list[str]], body: bytes, outcome: str, why: str) -> None:
+        """The proxy answered this request itself (a 502/504 for a failed upstream, a replay miss's 404): that
+        answer is the recorded response, one read, and `why` the failure."""
+        self.status = status
+        self.resp_headers = headers
+        self.chunks.append(body)
+        self.times.append(monotonic_ns())
+        self.fail(outcome, why)
+
     def fail(self, outcome: str, error: str) -> None:
         """Keep the first failure: a client that leaves after an upstream error is still an upstream error."""
         if self.outcome == COMPLETE:
