@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import re
 import signal
 import subprocess
 import sys
@@ -34,10 +33,8 @@ from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
 from bench.cassette import find_cassettes, read_cassette
 from bench.parse import parse_exchange
+from bench.sse import SSEParser
 from tests.support.llm_server import MODEL_ALIAS, free_port
-
-# SSE events end with a blank line; servers differ in their line ends (sse-starlette, under llama.cpp, uses CRLF).
-_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
 @dataclass
@@ -194,9 +191,8 @@ class StampingTransport(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def _has_choices(event: bytes) -> bool:
-    data = b"\n".join(line[5:].lstrip(b" ") for line in event.splitlines() if line.startswith(b"data:"))
-    if not data or data == b"[DONE]":
+def _has_choices(data: str) -> bool:
+    if not data or data == "[DONE]":
         return False
     obj = json.loads(data)
     return isinstance(obj, dict) and bool(obj.get("choices"))
@@ -204,11 +200,10 @@ def _has_choices(event: bytes) -> bool:
 
 def choice_event_times(reads: list[tuple[float, bytes]]) -> list[float]:
     """Arrival of the read that completed each event with non-empty choices (vLLM's token events)."""
+    parser = SSEParser()
     times: list[float] = []
-    pending = b""
     for t, part in reads:
-        *complete, pending = _EVENT_END.split(pending + part)
-        times.extend(t for event in complete if _has_choices(event))
+        times.extend(t for event in parser.feed(part) if _has_choices(event.data))
     return times
 
 
