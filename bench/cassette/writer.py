@@ -158,7 +158,10 @@ class CassetteWriter:
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
-            raise WriterClosed(f"cassette writer for {self.path} failed: {self._error}")
+            raise self._failure(self._error)
+
+    def _failure(self, error: BaseException) -> WriterClosed:
+        return WriterClosed(f"cassette writer for {self.path} failed: {error}")
 
     def _enqueue(self, data: bytes, block: bool) -> int | None:
         with self._cond:
@@ -195,7 +198,7 @@ class CassetteWriter:
                     self._error = exc
                     waiting, self._waiters = self._waiters, []
                     self._cond.notify_all()
-                _wake(waiting, WriterClosed(f"cassette writer for {self.path} failed: {exc}"))
+                _wake(waiting, self._failure(exc))
                 return
             with self._cond:
                 self._queued_bytes -= sum(len(b) for b in batch)
