@@ -22,7 +22,9 @@ def register(subparsers: Any) -> None:
         description="Start the simulated gateway, record the catalog for the oracle and two flawed models through "
         "the proxy, rescore the cassette and show the report.",
     )
-    p.add_argument("--out", type=Path, default=Path("cassettes"), help="folder for the cassette (default ./cassettes)")
+    # Not ./cassettes: that folder holds the recordings a clone ships (README's `bench report cassettes/`), and the
+    # simulator's models mixed into them would change that report and the tests that read them.
+    p.add_argument("--out", type=Path, default=Path("runs/demo"), help="folder for the cassette (default ./runs/demo)")
     p.add_argument("--epochs", type=int, default=1, help="repeats of each test per model (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(handler=run)

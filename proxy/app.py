@@ -141,6 +141,7 @@ async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamRespo
             assert isinstance(missed.body, bytes)
             headers = [[k, v] for k, v in missed.headers.items()]
             ex.answered_by_proxy(missed.status, headers, missed.body, UPSTREAM_ERROR, message)
+            await state.persist(ex)  # in the cassette before the client has the answer, as every response
             state.finish(ex)
             return missed
     else:

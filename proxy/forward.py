@@ -328,5 +328,8 @@ async def serve_recorded(
         ex.fail(str(rec.get("outcome")), str(rec.get("error")))
         _abort_client(request)
         return response
+    # Written before the response ends, as a forwarded one is: the client's next request cannot overtake this record
+    # in the cassette (which then lists a session's exchanges in the order its client got them).
+    await state.persist(ex)
     await response.write_eof()
     return response

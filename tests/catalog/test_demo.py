@@ -8,15 +8,24 @@ from pathlib import Path
 
 import pytest
 
+from bench.cli import main
 from catalog.demo_command import DEMO_MODELS, run
 
 HAVE_SCORER = importlib.util.find_spec("scorer.pipeline") is not None
 
 
-def test_demo_records_scores_and_says_what_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(argparse.Namespace(out=tmp_path, epochs=1, quiet=True)) == 0
+def test_demo_records_scores_and_says_what_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a newcomer runs it, from a clone whose cassettes/ holds the shipped recordings: those stay untouched.
+    shipped = tmp_path / "cassettes"
+    shipped.mkdir()
+    (shipped / "shipped.cassette").write_bytes(b"the shipped recording")
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--quiet"]) == 0
+    assert [p.name for p in shipped.iterdir()] == ["shipped.cassette"]
     printed = capsys.readouterr().out
-    (cassette,) = tmp_path.glob("*.cassette")
+    (cassette,) = Path("runs/demo").glob("*.cassette")
     assert f"cassette: {cassette}" in printed and "next:" in printed
     if not HAVE_SCORER:
         pytest.skip("the scorer is not installed: recording checked, scoring skipped")
@@ -30,3 +39,10 @@ def test_demo_records_scores_and_says_what_next(tmp_path: Path, capsys: pytest.C
     assert oracle and all(r["passed"] for r in oracle), [r["test"] for r in oracle if not r["passed"]]
     assert {r["failure_type"] for r in by_model["flawed-no-call"] if not r["passed"]} >= {"no_call"}
     assert {r["failure_type"] for r in by_model["flawed-invalid-json"] if not r["passed"]} >= {"invalid_json"}
+
+
+def test_demo_refuses_zero_epochs(tmp_path: Path) -> None:
+    from bench.errors import BenchError
+
+    with pytest.raises(BenchError, match="--epochs must be at least 1"):
+        run(argparse.Namespace(out=tmp_path, epochs=0, quiet=True))

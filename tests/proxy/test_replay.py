@@ -89,16 +89,24 @@ async def test_a_miss_names_the_nearest_request_and_what_differs(upstream: Upstr
     await again.close()
 
 
-async def test_auto_replays_hits_and_records_misses(upstream: Upstream, cassettes: Path) -> None:
+async def test_auto_replays_hits_and_records_misses(
+    upstream: Upstream, cassettes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     recorder = await start_proxy(upstream=upstream.url, cassettes=cassettes)
     client = sdk(recorder.url + "/v1")
     first = await raw_chat(client, stream=True)
     await client.close()
     await recorder.close()
     before = len(upstream.requests)
+    # Records the proxy queues are written a little later; a long delay makes any record written that way land
+    # after the next forwarded one (this test failed about half the time when the replay's record was queued).
+    monkeypatch.setattr("proxy.state.RECORD_DELAY", 0.5)
     auto = await start_proxy(upstream=upstream.url, cassettes=cassettes, mode="auto", pace="instant")
     client = sdk(auto.url + "/v1")
     assert await raw_chat(client, stream=True) == first
+    assert auto.cassette_path is not None
+    # The client has the replayed answer, so its record is in the file already.
+    assert [r["mode"] for r in read_cassette(auto.cassette_path)[1]] == ["replay"]
     await raw_chat(client, temperature=1.5)
     await raw_chat(client, stream=True)  # the recording is used up: forwarded
     await client.close()
