@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import time
 from pathlib import Path
 
+import aiohttp
 import openai
 import pytest
 
+import proxy.forward
 from bench.cassette import CassetteReader, find_cassettes, read_cassette
 from bench.errors import BenchError
 from proxy import start_proxy
@@ -117,7 +121,7 @@ async def test_auto_replays_hits_and_records_misses(
 
 
 async def test_pacing_realtime_takes_the_recorded_time_and_instant_does_not(
-    upstream: Upstream, cassettes: Path
+    upstream: Upstream, cassettes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     recorder = await start_proxy(upstream=upstream.url, cassettes=cassettes)
     client = sdk(recorder.url + "/v1")
@@ -125,11 +129,23 @@ async def test_pacing_realtime_takes_the_recorded_time_and_instant_does_not(
     await client.close()
     await recorder.close()
     assert recorder.cassette_path is not None
-    recorded_s = read_cassette(recorder.cassette_path)[1][0]["timing"]["end"] / 1e6
+    [recorded] = read_cassette(recorder.cassette_path)[1]
+    recorded_s = recorded["timing"]["end"] / 1e6
     assert recorded_s >= 0.45
+    # The schedule each replay asks for, read where it sleeps (the wall clock of a busy machine only adds delay).
+    offsets_us = [recorded["timing"]["headers"], *itertools.accumulate(recorded["response"]["chunk_us"])]
+    deadlines: list[int] = []
+    sleep_until = proxy.forward._sleep_until
+
+    async def noted(deadline_ns: int) -> None:
+        deadlines.append(deadline_ns)
+        await sleep_until(deadline_ns)
+
+    monkeypatch.setattr(proxy.forward, "_sleep_until", noted)
 
     elapsed = {}
-    for pace in ("realtime", "instant", "x4"):
+    for pace, factor in (("realtime", 1.0), ("instant", 0.0), ("x4", 0.25)):
+        deadlines.clear()
         player = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace=pace)
         client = sdk(player.url + "/v1")
         start = time.perf_counter()
@@ -137,10 +153,15 @@ async def test_pacing_realtime_takes_the_recorded_time_and_instant_does_not(
         elapsed[pace] = time.perf_counter() - start
         await client.close()
         await player.close()
-    # Generous bounds: the machine is shared.
+        if factor == 0:
+            assert deadlines == []  # instant: never waits
+            continue
+        # Every read is due at its recorded offset scaled by the pace (to the nanosecond's rounding).
+        asked = [d - deadlines[0] for d in deadlines]
+        want = [int(o * 1000 * factor) - int(offsets_us[0] * 1000 * factor) for o in offsets_us]
+        assert len(asked) == len(want) and all(abs(a - w) <= 1 for a, w in zip(asked, want, strict=True))
     assert elapsed["realtime"] >= 0.8 * recorded_s
-    assert elapsed["instant"] < 0.5 * recorded_s
-    assert elapsed["x4"] >= 0.8 * recorded_s / 4 and elapsed["x4"] < elapsed["realtime"]
+    assert elapsed["x4"] >= 0.8 * recorded_s / 4
 
 
 def test_pace_parsing() -> None:
@@ -162,11 +183,26 @@ async def test_replay_skips_replays_and_disconnects_when_indexing(upstream: Upst
     client = sdk(recorder.url + "/v1")
     body = await raw_chat(client)
     await client.close()
+    # A stream its client cut short: recorded (as client_disconnected) but never replayable.
+    cut = {"model": "test-stall", "messages": MESSAGES, "stream": True, "x_stall_s": 20}
+    async with aiohttp.ClientSession() as session:
+        resp = await session.post(recorder.url + "/v1/chat/completions", json=cut)
+        await resp.content.readany()
+        resp.close()
+    for _ in range(600):
+        if recorder.in_flight == 0:
+            break
+        await asyncio.sleep(0.05)
     await recorder.close()
+    assert recorder.cassette_path is not None
+    assert [r["outcome"] for r in read_cassette(recorder.cassette_path)[1]] == ["complete", "client_disconnected"]
     for _ in range(2):  # the replay sessions write cassettes too; they must not double the index
         player = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
+        assert player._state.index is not None and len(player._state.index) == 1
         client = sdk(player.url + "/v1")
         assert await raw_chat(client) == body
+        with pytest.raises(openai.NotFoundError):
+            await raw_chat(client, **{k: v for k, v in cut.items() if k != "x_stall_s"}, x_stall_s=20)
         await client.close()
         await player.close()
     assert len(list(cassettes.glob("*.cassette"))) == 3
