@@ -33,6 +33,7 @@ from proxy.errors import (
     bad_request,
     body_timeout,
     error_response,
+    internal_error,
     parse_problem,
     raw_error,
     shutting_down,
@@ -158,10 +159,12 @@ class ArrivalStamps(web.RequestHandler):
     ) -> web.StreamResponse:
         """aiohttp's answer to a request it could not parse (or a handler's crash), OpenAI-shaped; a malformed request
         is the client's fault, so one log line, and never the bytes the parser quotes (they can hold a key)."""
-        if status >= 500:
-            return super().handle_error(request, status, exc, message)  # a bug of the proxy's: keep the traceback
         if request.writer.output_size > 0:
             raise ConnectionError("the response has begun; cannot send an error instead")
+        if status >= 500:
+            # A bug of the proxy's: the traceback is what it takes to fix it.
+            log.error("bench proxy: %d for %s %s", status, request.method, request.path, exc_info=exc)
+            return internal_error(status)
         if isinstance(exc, LineTooLong):
             problem = f"a request line or header longer than {exc.args[1]} bytes"
         elif isinstance(exc, HttpProcessingError):
@@ -169,8 +172,8 @@ class ArrivalStamps(web.RequestHandler):
         else:
             problem = parse_problem(message or str(exc or "unreadable request"))
         self.proxy.state.stats.bad_requests += 1
-        log.warning("bench proxy: 400 for a malformed request from %s: %s", self._peer(), problem)
-        return bad_request(problem)
+        log.warning("bench proxy: %d for a malformed request from %s: %s", status, self._peer(), problem)
+        return bad_request(problem, status)
 
 
 class ProxyServer(web.Server):

@@ -1,8 +1,8 @@
 """OpenAI-shaped error bodies, so that SDKs raise their usual exceptions with a readable message.
 
 Every error the proxy itself produces (400 for a malformed request, 401 for a missing client token, 408 for a client
-too slow to send its request, 413 for a body over the limit, 502/504 for a failed upstream, 404 for a replay miss, 503
-while shutting down) goes through here; the upstream's own errors pass through untouched.
+too slow to send its request, 413 for a body over the limit, 500 for a bug of its own, 502/504 for a failed upstream,
+404 for a replay miss, 503 while shutting down) goes through here; the upstream's own errors pass through untouched.
 """
 
 from __future__ import annotations
@@ -58,12 +58,20 @@ def parse_problem(message: str) -> str:
     return "".join(c for c in text if c.isprintable())[:200] or "unreadable request"
 
 
-def bad_request(problem: str) -> web.Response:
+def bad_request(problem: str, status: int = 400) -> web.Response:
     resp = error_response(
-        400,
+        status,
         f"bench proxy: malformed HTTP request: {problem}",
         type="invalid_request_error",
         code="bad_request",
+    )
+    resp.force_close()
+    return resp
+
+
+def internal_error(status: int) -> web.Response:
+    resp = error_response(
+        status, "bench proxy: internal error; its log has the details", type="server_error", code="proxy_error"
     )
     resp.force_close()
     return resp

@@ -217,3 +217,22 @@ async def test_a_trickling_body_gets_a_408_and_the_connection_is_closed(
     (line,) = one_line_each(caplog, 1)
     assert line.startswith("bench proxy: 408 for POST /v1/chat/completions")
     assert proxy.stats.bad_requests == 1 and proxy.stats.exchanges == 0
+
+
+async def test_a_bug_in_the_proxy_is_an_openai_shaped_500_with_its_traceback_logged(
+    proxy: RunningProxy, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object) -> str:
+        raise RuntimeError("planted bug")
+
+    monkeypatch.setattr("proxy.app.fingerprint", broken)
+    monkeypatch.setattr(proxy._state, "index", object())  # fingerprints every request, as replay does
+    head, body = chat_request({}, close=True)
+    reader, writer = await connect(proxy)
+    writer.write(head + body)
+    status, _, answer = await read_response(reader)
+    writer.close()
+    error = json.loads(answer)["error"]
+    assert status == 500 and error["code"] == "proxy_error" and error["type"] == "server_error"
+    (record,) = [r for r in caplog.records if r.name == "bench.proxy"]
+    assert record.exc_info is not None and "planted bug" in str(record.exc_info[1])
