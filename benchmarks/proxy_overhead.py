@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/proxy_overhead.py            # full run, ~1.5 minutes on 2 cores
     .venv/bin/python benchmarks/proxy_overhead.py --quick    # a smoke run, ~15 s
+    .venv/bin/python benchmarks/proxy_overhead.py --baseline ../old-checkout   # a change against the code before it
 
 Everything runs on loopback, each server in its own process: a paced mock upstream (OpenAI-style SSE chunks of
 ~230 bytes with real-word text), a bare aiohttp pass-through (the floor for an aiohttp proxy), `bench proxy
@@ -169,9 +170,9 @@ class Target:
     why: Counter[str] = field(default_factory=Counter)
 
 
-def start(args: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+def start(args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True
+        args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
@@ -329,6 +330,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and streams: a smoke run")
     parser.add_argument("--streams", type=int, help="concurrent streams in the load phase (default 256)")
+    parser.add_argument(
+        "--baseline",
+        metavar="SRC",
+        type=Path,
+        help="also run `bench proxy --mode record` from another source tree (say, main's) in the same rounds",
+    )
     parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-bare", metavar="UPSTREAM", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -365,6 +372,12 @@ def main() -> int:
                 Target("bench passthrough", passthrough, pass_proc),
                 Target("bench record", record, rec_proc),
             ]
+            if args.baseline:
+                src = args.baseline.resolve()
+                base_cmd = [*bench[:-1], str(Path(tmp) / "baseline"), "--mode", "record"]
+                base_proc, baseline = start(base_cmd, {**os.environ, "PYTHONPATH": str(src)}, cwd=src)
+                procs.append(base_proc)
+                targets.append(Target("record (baseline)", baseline, base_proc))
             overflows0 = listen_overflows()
             started = time.monotonic()
             check: dict[int, bytes] = {}
@@ -458,6 +471,16 @@ def report(
     print(f"  CPU per chunk over bare     {extra:+.1%}  ({rec_cpu:.1f} vs {bare_cpu:.1f} us; goal <= +15%)", end="")
     print(f"; per round: {rounds}, median {median(round_ratios):+.1%}")
     print(f"  cassette vs raw stream      {raw_resp / size:.1f}x smaller  (goal >= 15x)")
+    if len(targets) > 4:
+        base = targets[4]
+        baseline_p50 = median([median(r) for r in base.ttft_rounds]) * 1e3
+        base_cpu = base.cpu_s / base.chunks * 1e6 if base.chunks else float("nan")
+        ratios = [r / b for r, b in zip(rec.cpu_rounds, base.cpu_rounds, strict=False) if b]
+        print("this tree's record mode against the baseline's, same rounds:")
+        itl_diff = (pct(rec.itl, 50) - pct(base.itl, 50)) * 1e3
+        print(f"  TTFT p50 {rec_p50 - baseline_p50:+.3f} ms; ITL p50 {itl_diff:+.3f} ms")
+        print(f"  CPU per chunk {rec_cpu / base_cpu:.3f}x ({rec_cpu:.1f} vs {base_cpu:.1f} us)", end="")
+        print(f"; per round: {' '.join(f'{x:.2f}' for x in ratios)}, median {median(ratios):.3f}x")
 
 
 if __name__ == "__main__":

@@ -9,12 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from proxy.app import ClientLimits
     from proxy.server import RunningProxy, start_proxy
     from proxy.state import MODES, ProxyStats
 
-__all__ = ["MODES", "ProxyStats", "RunningProxy", "start_proxy"]
+__all__ = ["MODES", "ClientLimits", "ProxyStats", "RunningProxy", "start_proxy"]
 
 _HOMES = {
+    "ClientLimits": "proxy.app",
     "RunningProxy": "proxy.server",
     "start_proxy": "proxy.server",
     "MODES": "proxy.state",

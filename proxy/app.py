@@ -4,31 +4,61 @@ A low-level `web.Server`, not a `web.Application`: with one route and no middlew
 owning the connection's protocol lets it time each request from the socket read that completed the request's head.
 aiohttp parses that read, wakes the connection's task, builds the request and starts the handler in a new task, which
 took 0.2 ms on a 2-core machine: time the client has already waited, so it belongs inside the recorded times.
+
+The connection also bounds how long a client may take (`ClientLimits`): aiohttp has no limit on a request head that
+trickles in, and keeps an idle connection for an hour by default, so slow or silent clients would hold sockets and
+file descriptors without bound.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
+import logging
 import time
+from dataclasses import dataclass
 from functools import partial
 from time import monotonic_ns
 
 from aiohttp import HttpVersion11, web
 from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 
 from bench.cassette.format import CLIENT_DISCONNECTED, UPSTREAM_ERROR
 from bench.fingerprint import fingerprint
-from proxy.errors import error_response, shutting_down, unauthorized
+from proxy.errors import (
+    bad_request,
+    body_timeout,
+    error_response,
+    internal_error,
+    parse_problem,
+    raw_error,
+    shutting_down,
+    too_large,
+    unauthorized,
+)
 from proxy.forward import TAG_PREFIX, forward, serve_recorded
 from proxy.recorder import Exchange
 from proxy.replay import describe_miss, match_key
 from proxy.state import ProxyState
 
+log = logging.getLogger("bench.proxy")
+
 # Request bodies are read whole (they are fingerprinted and recorded); chat requests with images can be large.
 MAX_REQUEST_BODY = 256 << 20
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    """How long a client may take, in seconds (None: no limit). nginx's defaults: 60 s for a request head or body,
+    75 s for an idle kept-alive connection."""
+
+    header_timeout: float | None = 60.0  # from the connection's opening, or the first byte of a later request
+    keepalive_timeout: float | None = 75.0  # an idle connection between requests
+    body_timeout: float | None = 60.0  # the whole request body, from its head
 
 
 def _authorized(request: web.BaseRequest, token: str) -> bool:
@@ -40,23 +70,119 @@ def _authorized(request: web.BaseRequest, token: str) -> bool:
 
 
 class ArrivalStamps(web.RequestHandler):
-    """An HTTP connection that notes when each read reached it, before aiohttp parses the bytes."""
+    """An HTTP connection that notes when each read reached it, before aiohttp parses the bytes, and closes itself
+    when a request head is not complete within the header timeout."""
 
-    __slots__ = ("last_read", "request_arrived")
+    __slots__ = ("head_since", "head_timer", "last_read", "proxy", "request_arrived")
 
-    def __init__(self, server: web.Server) -> None:
+    def __init__(self, server: ProxyServer) -> None:
         # No access log (a line per request costs more than forwarding it); None is how aiohttp's runners say so.
-        super().__init__(server, loop=asyncio.get_running_loop(), access_log=None)  # type: ignore[arg-type]
+        # aiohttp closes a kept-alive connection at once with 0: "no limit" is a year.
+        keepalive = server.limits.keepalive_timeout or 365 * 86400.0
+        super().__init__(
+            server,
+            loop=asyncio.get_running_loop(),
+            access_log=None,  # type: ignore[arg-type]
+            keepalive_timeout=keepalive,
+        )
+        self.proxy = server
         self.last_read = 0
         self.request_arrived = 0
+        self.head_since = 0  # when the request head now awaited began (0: none awaited)
+        self.head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.head_since = monotonic_ns()
+        self._arm_head_timer()
 
     def data_received(self, data: bytes) -> None:
         self.last_read = monotonic_ns()
+        # aiohttp's waiter exists only while the connection waits for a request between two others: this read
+        # begins the next request's head.
+        if not self.head_since and self._waiter is not None:
+            self.head_since = self.last_read
+            if self.head_timer is None:
+                self._arm_head_timer()
         super().data_received(data)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+        super().connection_lost(exc)
+
+    def _process_keepalive(self) -> None:
+        # aiohttp's keep-alive bound closes a connection waiting for a request even while its head comes in, and from
+        # the connection's opening: those are the header timeout's, so it applies only to a connection left idle
+        # after a response with no byte of a next request.
+        if self.head_since:
+            self._keepalive_handle = None
+            return
+        super()._process_keepalive()
+
+    def _arm_head_timer(self) -> None:
+        timeout = self.proxy.limits.header_timeout
+        if timeout:
+            self.head_timer = self._loop.call_later(timeout, self._check_head)
+
+    def _check_head(self) -> None:
+        """One timer per connection, re-armed only when it fires: no cost per request."""
+        self.head_timer = None
+        since = self.head_since
+        timeout = self.proxy.limits.header_timeout
+        if not since or not timeout or self.transport is None:
+            return  # no head awaited: the next one's first read arms the timer again
+        left = since + int(timeout * 1e9) - monotonic_ns()
+        if left > 0:
+            self.head_timer = self._loop.call_later(left / 1e9, self._check_head)
+            return
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return  # the head is complete: its request is being handled
+        self.proxy.state.stats.slow_clients += 1
+        if self.last_read >= since:
+            # Part of a head came: tell the client why, as nginx does.
+            message = f"bench proxy: request head not complete within {timeout:g} s (--header-timeout)"
+            self.transport.write(
+                raw_error(408, "Request Timeout", message, type="invalid_request_error", code="request_timeout")
+            )
+        log.info("bench proxy: closed a connection from %s: no whole request head in %g s", self._peer(), timeout)
+        self.force_close()
+
+    def _peer(self) -> str:
+        peer = self.peername
+        return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+
+    def handle_error(
+        self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None, message: str | None = None
+    ) -> web.StreamResponse:
+        """aiohttp's answer to a request it could not parse (or a handler's crash), OpenAI-shaped; a malformed request
+        is the client's fault, so one log line, and never the bytes the parser quotes (they can hold a key)."""
+        if request.writer.output_size > 0:
+            raise ConnectionError("the response has begun; cannot send an error instead")
+        if status >= 500:
+            # A bug of the proxy's: the traceback is what it takes to fix it.
+            log.error("bench proxy: %d for %s %s", status, request.method, request.path, exc_info=exc)
+            return internal_error(status)
+        if isinstance(exc, LineTooLong):
+            problem = f"a request line or header longer than {exc.args[1]} bytes"
+        elif isinstance(exc, HttpProcessingError):
+            problem = parse_problem(exc.message)
+        else:
+            problem = parse_problem(message or str(exc or "unreadable request"))
+        self.proxy.state.stats.bad_requests += 1
+        log.warning("bench proxy: %d for a malformed request from %s: %s", status, self._peer(), problem)
+        return bad_request(problem, status)
 
 
 class ProxyServer(web.Server):
     """aiohttp's low-level server with `ArrivalStamps` connections."""
+
+    def __init__(self, state: ProxyState, limits: ClientLimits) -> None:
+        super().__init__(partial(handle, state, limits), request_factory=_make_request, handler_cancellation=True)
+        self.state = state
+        self.limits = limits
 
     def __call__(self) -> ArrivalStamps:
         return ArrivalStamps(self)
@@ -74,6 +200,7 @@ def _make_request(
     # on its connection (pipelining) is timed from a later read, never later than its handler's start.
     if isinstance(protocol, ArrivalStamps):
         protocol.request_arrived = protocol.last_read
+        protocol.head_since = 0
     loop = asyncio.get_running_loop()
     return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=MAX_REQUEST_BODY)
 
@@ -95,7 +222,31 @@ async def _answer_expect(request: web.BaseRequest) -> web.Response | None:
     return None
 
 
-async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamResponse:
+async def _read_body(request: web.BaseRequest, state: ProxyState, limits: ClientLimits) -> bytes | web.Response:
+    """The whole body, or the proxy's 408/413 for a body that trickles in or is too large."""
+    try:
+        if request.content.is_eof():
+            return await request.read()  # came with its head, as nearly every body does: no timer
+        async with asyncio.timeout(limits.body_timeout):
+            return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        refused = too_large(None, MAX_REQUEST_BODY)
+        why = f"body over {MAX_REQUEST_BODY >> 20} MiB"
+    except TimeoutError:
+        assert limits.body_timeout is not None
+        refused = body_timeout(limits.body_timeout)
+        why = f"body not received within {limits.body_timeout:g} s"
+        # Answer and close now: aiohttp would otherwise linger, reading the rest of the trickle for 10 s more.
+        with contextlib.suppress(ConnectionError):
+            await refused.prepare(request)
+            await refused.write_eof()
+        request.protocol.force_close()
+    state.stats.bad_requests += 1
+    log.warning("bench proxy: %d for %s %s: %s", refused.status, request.method, request.path, why)
+    return refused
+
+
+async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseRequest) -> web.StreamResponse:
     t0 = _arrival(request)
     started_us = time.time_ns() // 1000 - (monotonic_ns() - t0) // 1000
     if state.closing:
@@ -103,10 +254,17 @@ async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamRespo
     if state.client_token is not None and not _authorized(request, state.client_token):
         state.stats.rejected += 1
         return unauthorized()
+    size = request.content_length
+    if size is not None and size > MAX_REQUEST_BODY:
+        state.stats.bad_requests += 1
+        log.warning("bench proxy: 413 for %s %s: body of %d bytes", request.method, request.path, size)
+        return too_large(size, MAX_REQUEST_BODY)
     refused = await _answer_expect(request)
     if refused is not None:
         return refused
-    body = await request.read()
+    body = await _read_body(request, state, limits)
+    if isinstance(body, web.Response):
+        return body
     path, _, query = request.raw_path.partition("?")
     headers = [[k, v] for k, v in request.headers.items()]
     tags = {k[len(TAG_PREFIX) :].lower(): v for k, v in headers if k.lower().startswith(TAG_PREFIX)}
@@ -163,5 +321,5 @@ async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamRespo
         state.finish(ex)
 
 
-def build_server(state: ProxyState) -> ProxyServer:
-    return ProxyServer(partial(handle, state), request_factory=_make_request, handler_cancellation=True)
+def build_server(state: ProxyState, limits: ClientLimits | None = None) -> ProxyServer:
+    return ProxyServer(state, limits or ClientLimits())

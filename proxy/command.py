@@ -51,6 +51,27 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="limit on upstream silence, before headers or between reads (default: 300)",
     )
     p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="close a connection whose request head is not complete within S seconds (default: 60; 0: no limit)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="answer 408 to a request whose body is not complete within S seconds (default: 60; 0: no limit)",
+    )
+    p.add_argument(
+        "--keepalive-timeout",
+        type=float,
+        default=75.0,
+        metavar="S",
+        help="close a client connection idle between requests for S seconds (default: 75; 0: no limit)",
+    )
+    p.add_argument(
         "--grace", type=float, default=10.0, metavar="S", help="on SIGINT/SIGTERM, time left to in-flight exchanges"
     )
     p.add_argument(
@@ -76,12 +97,16 @@ def run(args: argparse.Namespace) -> int:
     client_token = _env("--token-env", args.token_env)
     if args.idle_timeout is not None and args.idle_timeout <= 0:
         args.idle_timeout = None
+    for flag in ("header_timeout", "body_timeout", "keepalive_timeout"):
+        if getattr(args, flag) < 0:
+            raise BenchError(f"--{flag.replace('_', '-')} {getattr(args, flag):g}: give seconds, or 0 for no limit")
     asyncio.run(_serve(args, upstream_key, client_token))
     return 0
 
 
 async def _serve(args: argparse.Namespace, upstream_key: str | None, client_token: str | None) -> None:
     from bench.cassette import Redactor
+    from proxy.app import ClientLimits
     from proxy.server import start_proxy
 
     redactor = Redactor.with_extra(headers=args.secret_header, json_fields=args.secret_field)
@@ -97,6 +122,11 @@ async def _serve(args: argparse.Namespace, upstream_key: str | None, client_toke
         request_timeout=args.request_timeout,
         idle_timeout=args.idle_timeout,
         redactor=redactor,
+        limits=ClientLimits(
+            header_timeout=args.header_timeout or None,
+            keepalive_timeout=args.keepalive_timeout or None,
+            body_timeout=args.body_timeout or None,
+        ),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -127,4 +157,10 @@ async def _serve(args: argparse.Namespace, upstream_key: str | None, client_toke
         await proxy.close(interrupted=True, grace=args.grace)
     s = proxy.stats
     where = f" to {proxy.cassette_path}" if proxy.cassette_path else ""
-    print(f"bench proxy: stopped; {s.exchanges} exchange(s) recorded{where}, {s.errors} upstream error(s)", flush=True)
+    refused = ""
+    if s.bad_requests or s.slow_clients:
+        refused = f", {s.bad_requests} bad request(s) refused, {s.slow_clients} slow connection(s) closed"
+    print(
+        f"bench proxy: stopped; {s.exchanges} exchange(s) recorded{where}, {s.errors} upstream error(s){refused}",
+        flush=True,
+    )

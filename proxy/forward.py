@@ -8,6 +8,7 @@ client sees the upstream's own chunking and timing (FIELD-NOTES: merging reads m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from time import monotonic_ns
 from typing import Any
 
@@ -45,6 +46,10 @@ PROXY_ERROR_HEADER = "X-Bench-Proxy-Error"
 # aiohttp would otherwise add its own Accept, Accept-Encoding, User-Agent and Content-Type: the upstream must see the
 # client's headers, not the proxy's.
 SKIP_AUTO_HEADERS = frozenset({"Accept", "Accept-Encoding", "User-Agent", "Content-Type"})
+
+# How long a client's departure waits for the upstream's end of body before it counts as leaving mid-response: the
+# end follows the last event at once when the answer is whole; a stream that still has events sends the next one.
+END_GRACE = 0.5
 
 
 def _connection_listed(headers: CIMultiDictProxy[str]) -> set[str]:
@@ -236,9 +241,18 @@ async def _pump(
         try:
             chunk = await content.readany()
         except asyncio.CancelledError:
-            if watchdog is None or not watchdog.absorb():
+            if watchdog is not None and watchdog.absorb():
+                return _cut(request, ex, TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
+            if state.closing or request.transport is not None:
                 raise
-            return _cut(request, ex, TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
+            # The client left (aiohttp cancels the handler when its connection drops). The synchronous openai SDK
+            # closes as soon as it has read `data: [DONE]`, often before the upstream's end of body reached us: if
+            # that end comes now, with nothing after what the client was sent, the client had the whole answer.
+            _uncancel()
+            if not await _ends_now(content):
+                ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
+                return False
+            chunk = b""
         except TimeoutError:
             return _cut(request, ex, TIMEOUT, "upstream took longer than the request timeout")
         except aiohttp.ClientError as exc:
@@ -258,9 +272,32 @@ async def _pump(
             first = False
             state.first_byte_sent(ex)
     _note_upstream(ex, upstream, state)
-    await state.persist(ex)
-    await response.write_eof()
+    try:
+        await state.persist(ex)
+        await response.write_eof()
+    except ConnectionError:
+        pass  # the client had the whole body and closed before its terminating chunk (see above): a whole answer
+    except asyncio.CancelledError:
+        # Cancelled (the client left, or the proxy shuts down) while the record is written: it is queued already,
+        # and the client had every byte of the body, so the exchange stays complete.
+        _uncancel()
     return True
+
+
+def _uncancel() -> None:
+    """Undo the cancellation just caught: the handler goes on to finish the exchange."""
+    task = asyncio.current_task()
+    assert task is not None
+    task.uncancel()
+
+
+async def _ends_now(content: aiohttp.StreamReader) -> bool:
+    """True if the upstream's body ends within END_GRACE seconds with no further bytes."""
+    try:
+        async with asyncio.timeout(END_GRACE):
+            return not await content.readany()
+    except (TimeoutError, aiohttp.ClientError):
+        return False
 
 
 def _note_upstream(ex: Exchange, upstream: aiohttp.ClientResponse, state: ProxyState) -> None:
@@ -331,5 +368,7 @@ async def serve_recorded(
     # Written before the response ends, as a forwarded one is: the client's next request cannot overtake this record
     # in the cassette (which then lists a session's exchanges in the order its client got them).
     await state.persist(ex)
-    await response.write_eof()
+    # The client may have closed before the terminating chunk with the whole body, as in _pump.
+    with contextlib.suppress(ConnectionError):
+        await response.write_eof()
     return response

@@ -14,7 +14,7 @@ from yarl import URL
 from bench.cassette import CassetteWriter, Redactor, new_cassette_path
 from bench.errors import BenchError
 from bench.serving import listen
-from proxy.app import build_server
+from proxy.app import ClientLimits, build_server
 from proxy.replay import ReplayIndex, parse_pace
 from proxy.state import MODES, ProxyState, ProxyStats
 
@@ -124,7 +124,9 @@ async def start_proxy(
     request_timeout: float | None = None,
     idle_timeout: float | None = None,
     redactor: Redactor | None = None,
+    limits: ClientLimits | None = None,
 ) -> RunningProxy:
+    """Serve on host:port (0: any free port) until `close()`; `limits` bound slow clients (default: nginx's)."""
     if mode not in MODES:
         raise BenchError(f"bad mode {mode!r}; use one of {', '.join(MODES)}")
     pace_factor = parse_pace(pace)
@@ -156,7 +158,7 @@ async def start_proxy(
         secret_headers=redactor.headers,
         idle_timeout=idle_timeout,
     )
-    runner, site, url = await listen(build_server(state), host, port)
+    runner, site, url = await listen(build_server(state, limits), host, port)
 
     if mode != "replay":
         # No session at all in replay mode: it must never open a network connection.

@@ -38,6 +38,8 @@ class ProxyStats:
     rejected: int = 0  # clients without the proxy's token
     client_disconnects: int = 0
     lost: int = 0  # finished exchanges the cassette writer could not take (its file failed)
+    bad_requests: int = 0  # malformed (400), too large (413) or too slow a body (408): answered, not recorded
+    slow_clients: int = 0  # connections closed for a request head not complete within the header timeout
 
 
 @dataclass

@@ -125,3 +125,131 @@ def test_flag_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert len(err) == 4 and all(line.startswith("bench: error: ") for line in err)
     assert "BENCH_TEST_NO_SUCH_KEY" in err[0] and "realtime, instant or xN" in err[1]
     assert "--upstream" in err[2] and "no recorded exchanges" in err[3]
+
+
+async def wait_for_line(stream: asyncio.StreamReader | None, pattern: str) -> str:
+    """The first line of a subprocess's output matching `pattern` (fails at the end of the output)."""
+    assert stream is not None
+    while True:
+        line = (await asyncio.wait_for(stream.readline(), 30)).decode()
+        assert line, f"no line matching {pattern!r}"
+        if re.search(pattern, line):
+            return line
+
+
+async def test_sigterm_lets_in_flight_streams_finish_and_closes_the_cassette(
+    upstream: Upstream, cassettes: Path
+) -> None:
+    async with (
+        bench_proxy("--upstream", upstream.url, "--cassettes", str(cassettes)) as (proc, url, path),
+        aiohttp.ClientSession() as session,
+    ):
+        stream = asyncio.create_task(post(session, url, x_ttft_ms=1, x_delay_ms=40, x_words=10))
+        while not upstream.requests:
+            await asyncio.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        body = await asyncio.wait_for(stream, 20)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    assert body.endswith(b"data: [DONE]\n\n")
+    reader = CassetteReader(path)
+    records = list(reader)
+    assert reader.end is not None and reader.end["interrupted"] is True and reader.end["cut_by_shutdown"] == 0
+    assert [r["outcome"] for r in records] == ["complete"]
+
+
+async def test_a_second_ctrl_c_cuts_in_flight_exchanges_without_waiting_for_the_grace(
+    upstream: Upstream, cassettes: Path
+) -> None:
+    args = ("--upstream", upstream.url, "--cassettes", str(cassettes), "--grace", "600")
+    async with (
+        bench_proxy(*args) as (proc, url, path),
+        aiohttp.ClientSession() as session,
+    ):
+        stalled = asyncio.create_task(post(session, url, model="test-stall", x_stall_s=600))
+        while not upstream.requests:
+            await asyncio.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        assert "1 exchange(s) in flight get up to 600 s" in await wait_for_line(proc.stderr, "stopping")
+        proc.send_signal(signal.SIGINT)
+        assert "cutting in-flight exchanges now" in await wait_for_line(proc.stderr, "again")
+        # Far less than the 600 s grace: only a second Ctrl-C that works ends the process in time.
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+        with pytest.raises(aiohttp.ClientError):
+            await stalled
+    reader = CassetteReader(path)
+    records = list(reader)
+    assert reader.end is not None and reader.end["cut_by_shutdown"] == 1
+    assert [r["outcome"] for r in records] == ["client_disconnected"] and "shut down" in records[0]["error"]
+
+
+async def test_a_request_during_shutdown_gets_an_openai_shaped_503(upstream: Upstream, cassettes: Path) -> None:
+    async with (
+        bench_proxy("--upstream", upstream.url, "--cassettes", str(cassettes)) as (proc, url, path),
+        aiohttp.ClientSession() as session,
+    ):
+        # A kept-alive connection (one per session with limit=1) outlives the listening socket.
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1)) as kept:
+            async with kept.get(url + "/v1/models") as resp:
+                assert resp.status == 200
+                await resp.read()
+            stream = asyncio.create_task(post(session, url, x_ttft_ms=1, x_delay_ms=100, x_words=20))
+            while len(upstream.requests) < 2:
+                await asyncio.sleep(0.01)
+            proc.send_signal(signal.SIGINT)
+            await wait_for_line(proc.stderr, "stopping")
+            async with kept.get(url + "/v1/models") as resp:
+                error = (await resp.json())["error"]
+                assert resp.status == 503 and error["code"] == "proxy_closing" and error["type"] == "server_error"
+                assert resp.headers["Connection"] == "close"
+        assert (await asyncio.wait_for(stream, 20)).endswith(b"data: [DONE]\n\n")
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    assert [r["outcome"] for r in CassetteReader(path)] == ["complete", "complete"]  # the 503 is not an exchange
+
+
+async def test_request_timeout_gives_a_504_before_headers_and_cuts_a_long_stream(
+    upstream: Upstream, cassettes: Path
+) -> None:
+    args = ("--upstream", upstream.url, "--cassettes", str(cassettes), "--request-timeout", "1")
+    async with (
+        bench_proxy(*args) as (proc, url, path),
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session,
+    ):
+        body = {"model": "test-slow-headers", "messages": MESSAGES, "x_stall_s": 600}
+        async with session.post(url + "/v1/chat/completions", json=body) as resp:
+            assert resp.status == 504 and (await resp.json())["error"]["code"] == "upstream_timeout"
+        with pytest.raises(aiohttp.ClientPayloadError):
+            await post(session, url, x_ttft_ms=1, x_delay_ms=200, x_words=50)  # 10 s of stream
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    records = sorted(CassetteReader(path), key=lambda r: r["started"])
+    assert [(r["outcome"], r["response"]["status"]) for r in records] == [("timeout", 504), ("timeout", 200)]
+    assert "request timeout" in records[1]["error"] and records[1]["response"]["cut"]
+
+
+async def test_client_bounds_flags_reach_the_proxy(upstream: Upstream, cassettes: Path) -> None:
+    bounds = ("--header-timeout", "0.3", "--keepalive-timeout", "0.3", "--body-timeout", "0.3")
+    async with bench_proxy("--upstream", upstream.url, "--cassettes", str(cassettes), *bounds) as (proc, url, _):
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        silent = await asyncio.open_connection(host, int(port))
+        assert await asyncio.wait_for(silent[0].read(), 30) == b""  # --header-timeout
+        idle = await asyncio.open_connection(host, int(port))
+        idle[1].write(b"GET /v1/models HTTP/1.1\r\nHost: proxy\r\n\r\n")
+        assert (await asyncio.wait_for(idle[0].read(), 30)).startswith(b"HTTP/1.1 200 OK")  # --keepalive-timeout
+        slow = await asyncio.open_connection(host, int(port))
+        slow[1].write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nContent-Length: 100\r\n\r\n{")
+        answer = await asyncio.wait_for(slow[0].read(), 30)  # --body-timeout
+        assert answer.startswith(b"HTTP/1.1 408 Request Timeout") and b'"code": "request_timeout"' in answer
+        for _, writer in (silent, idle, slow):
+            writer.close()
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+        assert proc.stdout is not None
+        stop_line = (await proc.stdout.read()).decode()
+    assert "1 bad request(s) refused, 1 slow connection(s) closed" in stop_line
+
+
+def test_a_negative_client_bound_is_a_one_line_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    argv = ["proxy", "--upstream", "http://127.0.0.1:9", "--cassettes", str(tmp_path)]
+    assert main([*argv, "--header-timeout", "-1"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["bench: error: --header-timeout -1: give seconds, or 0 for no limit"]

@@ -17,8 +17,8 @@ The request's `model` picks a behaviour:
   test-slow-headers  waits `x_stall_s` seconds before answering at all
   test-no-done   a stream that ends cleanly but without finish_reason and without [DONE]
 Extra body fields tune a stream: `x_ttft_ms` (delay before the first chunk, default start_upstream's ttft),
-`x_delay_ms` (between chunks), `x_words` (content chunks), `x_echo_auth` (echo Authorization in a header and the
-text, to test that the proxy scrubs it).
+`x_delay_ms` (between chunks), `x_words` (content chunks), `x_end_delay_ms` (pause between the last event and the
+end of the body), `x_echo_auth` (echo Authorization in a header and the text, to test that the proxy scrubs it).
 """
 
 from __future__ import annotations
@@ -199,6 +199,8 @@ async def _route(request: web.Request, log: LoggedRequest, doc: dict[str, Any]) 
             assert request.transport is not None
             request.transport.close()
             return response
+    if doc.get("x_end_delay_ms"):
+        await asyncio.sleep(float(doc["x_end_delay_ms"]) / 1000)
     await response.write_eof()
     return response
 
