@@ -37,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host", "content-length"})
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+AUTH = {"Authorization": "Bearer sk-bench-overhead-0123456789abcdef"}
 
 # -- the mock upstream (a subprocess) -------------------------------------------------------------------------------
 
@@ -169,9 +170,9 @@ class Target:
     why: Counter[str] = field(default_factory=Counter)
 
 
-def start(args: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+def start(args: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True
+        args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
@@ -220,7 +221,8 @@ async def one_stream(session: Any, url: str, body: dict[str, Any]) -> tuple[floa
     token_times: list[float] = []
     data = bytearray()
     reads = 0
-    async with session.post(url + "/v1/chat/completions", json=body) as resp:
+    # Real clients send a key: the record proxy redacts it and searches every body for it (the cost measured here).
+    async with session.post(url + "/v1/chat/completions", json=body, headers=AUTH) as resp:
         while True:
             chunk = await resp.content.readany()
             if not chunk:
@@ -329,6 +331,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and streams: a smoke run")
     parser.add_argument("--streams", type=int, help="concurrent streams in the load phase (default 256)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="another checkout of bench (e.g. a git worktree of main): its record proxy runs as one more target, "
+        "side by side in the same rounds, for a before/after comparison",
+    )
     parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-bare", metavar="UPSTREAM", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -365,6 +374,12 @@ def main() -> int:
                 Target("bench passthrough", passthrough, pass_proc),
                 Target("bench record", record, rec_proc),
             ]
+            if args.baseline is not None:
+                base_env = {**os.environ, "PYTHONPATH": str(args.baseline.resolve())}
+                base_cmd = [*bench[:-1], str(Path(tmp) / "baseline"), "--mode", "record"]
+                base_proc, base_url = start(base_cmd, base_env, cwd=args.baseline.resolve())
+                procs.append(base_proc)
+                targets.append(Target("baseline record", base_url, base_proc))
             overflows0 = listen_overflows()
             started = time.monotonic()
             check: dict[int, bytes] = {}
@@ -458,6 +473,15 @@ def report(
     print(f"  CPU per chunk over bare     {extra:+.1%}  ({rec_cpu:.1f} vs {bare_cpu:.1f} us; goal <= +15%)", end="")
     print(f"; per round: {rounds}, median {median(round_ratios):+.1%}")
     print(f"  cassette vs raw stream      {raw_resp / size:.1f}x smaller  (goal >= 15x)")
+    if len(targets) > 4:
+        base = targets[4]
+        base_cpu = base.cpu_s / base.chunks * 1e6 if base.chunks else float("nan")
+        pairs = [r / b - 1 for r, b in zip(rec.cpu_rounds, base.cpu_rounds, strict=False) if b]
+        print(
+            f"  record CPU per chunk vs baseline  {rec_cpu / base_cpu - 1:+.1%}  ({rec_cpu:.1f} vs {base_cpu:.1f} us",
+            end="",
+        )
+        print(f"; per round: {' '.join(f'{x:+.0%}' for x in pairs)}, median {median(pairs):+.1%})")
 
 
 if __name__ == "__main__":

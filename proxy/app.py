@@ -16,16 +16,18 @@ from time import monotonic_ns
 
 from aiohttp import HttpVersion11, web
 from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 
 from bench.cassette.format import CLIENT_DISCONNECTED, UPSTREAM_ERROR
+from bench.cassette.redact import describe_bad_request
 from bench.fingerprint import fingerprint
 from proxy.errors import error_response, shutting_down, unauthorized
 from proxy.forward import TAG_PREFIX, forward, serve_recorded
 from proxy.recorder import Exchange
 from proxy.replay import describe_miss, match_key
-from proxy.state import ProxyState
+from proxy.state import ProxyState, log
 
 # Request bodies are read whole (they are fingerprinted and recorded); chat requests with images can be large.
 MAX_REQUEST_BODY = 256 << 20
@@ -53,6 +55,24 @@ class ArrivalStamps(web.RequestHandler):
     def data_received(self, data: bytes) -> None:
         self.last_read = monotonic_ns()
         super().data_received(data)
+
+    def handle_error(
+        self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None, message: str | None = None
+    ) -> web.StreamResponse:
+        """A request the HTTP parser refused: one log line and an OpenAI-shaped 400 that never quote its bytes.
+        aiohttp's own answer logs a traceback and echoes the offending header line, value (often a key) included."""
+        if not isinstance(exc, HttpProcessingError) or request.writer.output_size > 0:
+            return super().handle_error(request, status, exc, message)
+        reason = describe_bad_request(exc.message)
+        log.warning("bench proxy: refused a malformed request from %s: %s", request.remote, reason)
+        response = error_response(
+            exc.code or 400,
+            f"bench proxy: malformed request: {reason}",
+            type="invalid_request_error",
+            code="bad_request",
+        )
+        response.force_close()
+        return response
 
 
 class ProxyServer(web.Server):
