@@ -14,6 +14,7 @@ type can change without changing them; `Redactor.redact_exchange` only wires the
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -55,7 +56,8 @@ DEFAULT_SECRET_FIELDS = frozenset({"api_key", "apikey", "password", "secret", "t
 MIN_SCRUB_LEN = 8
 
 
-def secret_forms(value: str) -> list[bytes]:
+@functools.lru_cache(maxsize=4096)
+def secret_forms(value: str) -> tuple[bytes, ...]:
     """The byte strings an echo of `value` may take: raw UTF-8; percent-encoded (upper- and lower-case hex, `+` for
     spaces); JSON-escaped (ASCII-only, `\\/` for `/`, every character as `\\uXXXX`); and the base64 (standard and
     URL-safe) of any text that contains it, such as `user:key` in Basic auth (three alignments, only the groups that
@@ -79,7 +81,7 @@ def secret_forms(value: str) -> list[bytes]:
             part = raw[start : start + 3 * groups]
             forms.add(base64.b64encode(part))
             forms.add(base64.urlsafe_b64encode(part))
-    return sorted((f for f in forms if len(f) >= MIN_SCRUB_LEN), key=len, reverse=True)
+    return tuple(sorted((f for f in forms if len(f) >= MIN_SCRUB_LEN), key=len, reverse=True))
 
 
 def _lower_hex(pct: str) -> str:
@@ -189,6 +191,10 @@ def redact_json_fields(
     head = body.lstrip()[:1]
     if head not in (b"{", b"["):
         return body
+    # Parsing every request body costs more than the rest of redaction: parse only when a secret field's name is
+    # there as a key (or the body holds escapes, which a key could be written with).
+    if b"\\u" not in body and _field_names(fields | any_value).search(body) is None:
+        return body
     try:
         doc = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -220,10 +226,23 @@ def redact_json_fields(
         return _REDACTED_B
 
 
+@functools.lru_cache(maxsize=64)
+def _field_names(names: frozenset[str]) -> re.Pattern[bytes]:
+    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
+    return re.compile(rb'"(?:' + alternatives + rb')"\s*:', re.IGNORECASE)
+
+
 def _spans(data: bytes, forms: Sequence[bytes]) -> list[tuple[int, int]]:
     """Where any form occurs in `data`, as merged (start, end) spans."""
     spans: list[tuple[int, int]] = []
+    escapes = None
     for form in forms:
+        if form.startswith(b"\\u"):
+            # Every character \u-escaped: rare, and impossible without a backslash-u anywhere (one quick search).
+            if escapes is None:
+                escapes = b"\\u" in data
+            if not escapes:
+                continue
         i = data.find(form)
         while i >= 0:
             spans.append((i, i + len(form)))
