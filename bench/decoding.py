@@ -22,6 +22,7 @@ CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br"})
 class _Coder(Protocol):
     def feed(self, data: bytes) -> bytes: ...
     def end(self) -> bytes: ...
+    def finished(self) -> bool: ...
 
 
 class _Zlib:
@@ -48,6 +49,9 @@ class _Zlib:
     def end(self) -> bytes:
         return self.obj.flush() if self.obj is not None else b""
 
+    def finished(self) -> bool:
+        return self.obj is not None and self.obj.eof
+
 
 class _Brotli:
     __slots__ = ("obj",)
@@ -60,6 +64,9 @@ class _Brotli:
 
     def end(self) -> bytes:
         return b""
+
+    def finished(self) -> bool:
+        return bool(self.obj.is_finished())
 
 
 def _decoder(coding: str) -> _Coder:
@@ -116,6 +123,8 @@ def decode_reads(chunks: Sequence[bytes], codings: Sequence[str]) -> Decoded:
             error = f"cannot decode the {'+'.join(codings)} body: {exc}"
             data = b""
         pieces.append(data)
+    if error is None and chunks and not all(coder.finished() for coder in chain):
+        error = f"the {'+'.join(codings)} body ends before its compressed stream does (cut short)"
     return Decoded(pieces, list(codings), error)
 
 

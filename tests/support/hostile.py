@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import zlib
 from urllib.parse import parse_qsl, quote, unquote
 
-import brotli
 from aiohttp import web
+
+from tests.support.compress import Encoder
 
 PLAIN_HEADERS = frozenset({"host", "content-length", "content-type", "accept", "accept-encoding", "user-agent"})
 
@@ -67,27 +67,6 @@ def forms(value: str) -> list[str]:
     ]
 
 
-class _Compressor:
-    def __init__(self, coding: str | None) -> None:
-        self.coding = coding
-        if coding == "br":
-            self.br = brotli.Compressor()
-        elif coding is not None:
-            self.z = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16 if coding == "gzip" else zlib.MAX_WBITS)
-
-    def piece(self, data: bytes) -> bytes:
-        if self.coding is None:
-            return data
-        if self.coding == "br":
-            return bytes(self.br.process(data)) + bytes(self.br.flush())
-        return self.z.compress(data) + self.z.flush(zlib.Z_SYNC_FLUSH)
-
-    def end(self) -> bytes:
-        if self.coding is None:
-            return b""
-        return bytes(self.br.finish()) if self.coding == "br" else self.z.flush(zlib.Z_FINISH)
-
-
 async def _handle(request: web.Request) -> web.StreamResponse:
     body = await request.read()
     values = received_values(request, body)
@@ -107,7 +86,7 @@ async def _handle(request: web.Request) -> web.StreamResponse:
     if coding is not None:
         headers["Content-Encoding"] = coding
     streamed = isinstance(doc, dict) and bool(doc.get("stream"))
-    comp = _Compressor(coding)
+    comp = Encoder(coding) if coding is not None else None
     texts = [f for v in values for f in forms(v)]
     if not streamed:
         # Each form goes into the JSON text as it is (each is valid inside a JSON string): the JSON-escaped ones
@@ -117,8 +96,13 @@ async def _handle(request: web.Request) -> web.StreamResponse:
             '{"id":"chatcmpl-hostile","object":"chat.completion","model":"' + (model or "hostile") + '",'
             '"choices":[{"index":0,"message":{"role":"assistant","content":"' + content + '"},"finish_reason":"stop"}]}'
         ).encode()
-        data = comp.piece(data) + comp.end()
+        if comp is not None:
+            data = comp.piece(data) + comp.end()
         return web.Response(body=data, content_type="application/json", headers=headers)
+
+    def pack(data: bytes) -> bytes:
+        return comp.piece(data) if comp is not None else data
+
     response = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream"})
     await response.prepare(request)
     for i, text in enumerate(texts):
@@ -128,19 +112,14 @@ async def _handle(request: web.Request) -> web.StreamResponse:
         ).encode()
         event = head + text.encode() + b' "},"finish_reason":null}]}\n\n'
         half = len(head) + len(text.encode()) // 2
-        if coding is None:
-            # The value itself is cut in two writes: it reaches the proxy split across two reads.
-            await response.write(event[:half])
-            await asyncio.sleep(0.005)
-            await response.write(event[half:])
-        else:
-            await response.write(comp.piece(event[:half]))
-            await asyncio.sleep(0.005)
-            await response.write(comp.piece(event[half:]))
+        # The value itself is cut in two writes: it reaches the proxy split across two reads.
+        await response.write(pack(event[:half]))
+        await asyncio.sleep(0.005)
+        await response.write(pack(event[half:]))
     end = {"id": "chatcmpl-hostile", "object": "chat.completion.chunk", "model": model or "hostile"}
     end["choices"] = [{"index": 0, "delta": {}, "finish_reason": "stop"}]
-    await response.write(comp.piece(b"data: " + json.dumps(end).encode() + b"\n\n"))
-    await response.write(comp.piece(b"data: [DONE]\n\n") + comp.end())
+    await response.write(pack(b"data: " + json.dumps(end).encode() + b"\n\n"))
+    await response.write(pack(b"data: [DONE]\n\n") + (comp.end() if comp is not None else b""))
     await response.write_eof()
     return response
 
