@@ -18,9 +18,17 @@ import brotli
 
 CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br"})
 
+# A few hundred bytes of gzip can expand to gigabytes: decoding stops past this many bytes for one body (an LLM
+# answer is far smaller), and says so, rather than letting one hostile upstream exhaust the proxy's memory.
+MAX_DECODED = 256 << 20
+
+
+class _TooLarge(Exception):
+    pass
+
 
 class _Coder(Protocol):
-    def feed(self, data: bytes) -> bytes: ...
+    def feed(self, data: bytes, limit: int) -> bytes: ...
     def end(self) -> bytes: ...
     def finished(self) -> bool: ...
 
@@ -35,7 +43,7 @@ class _Zlib:
         self.head = b""
         self.obj: zlib._Decompress | None = zlib.decompressobj(zlib.MAX_WBITS | 16) if gzip else None
 
-    def feed(self, data: bytes) -> bytes:
+    def feed(self, data: bytes, limit: int) -> bytes:
         if self.obj is None:
             # A zlib header is two bytes whose big-endian value is a multiple of 31, with method 8: else raw deflate.
             self.head += data
@@ -44,7 +52,10 @@ class _Zlib:
             data, self.head = self.head, b""
             zlib_wrapped = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
             self.obj = zlib.decompressobj(zlib.MAX_WBITS if zlib_wrapped else -zlib.MAX_WBITS)
-        return self.obj.decompress(data)
+        out = self.obj.decompress(data, limit + 1)
+        if len(out) > limit:
+            raise _TooLarge
+        return out
 
     def end(self) -> bytes:
         return self.obj.flush() if self.obj is not None else b""
@@ -59,8 +70,13 @@ class _Brotli:
     def __init__(self) -> None:
         self.obj = brotli.Decompressor()
 
-    def feed(self, data: bytes) -> bytes:
-        return bytes(self.obj.process(data)) if data else b""
+    def feed(self, data: bytes, limit: int) -> bytes:
+        if not data:
+            return b""
+        out = bytes(self.obj.process(data, output_buffer_limit=limit + 1))
+        if len(out) > limit:
+            raise _TooLarge
+        return out
 
     def end(self) -> bytes:
         return b""
@@ -89,22 +105,28 @@ class Decoded:
     pieces: list[bytes]  # one per recorded read (b"" where a read completed nothing)
     codings: list[str]  # as applied by the sender; empty for a plain body (then `pieces` are the reads themselves)
     error: str | None = None  # why decoding stopped early, if it did
+    too_large: bool = False  # it stopped at MAX_DECODED: the rest may be good data, unread
 
     @property
     def body(self) -> bytes:
         return b"".join(self.pieces)
 
 
-def decode_reads(chunks: Sequence[bytes], codings: Sequence[str]) -> Decoded:
-    """The decoded piece of each read. The last read's piece includes whatever the decoders held back."""
+def decode_reads(chunks: Sequence[bytes], codings: Sequence[str], limit: int | None = None) -> Decoded:
+    """The decoded piece of each read (at most `limit` bytes in all, MAX_DECODED by default). The last read's piece
+    includes whatever the decoders held back."""
+    if limit is None:
+        limit = MAX_DECODED
     if not codings:
         return Decoded(list(chunks), [])
     unknown = [c for c in codings if c not in CODINGS]
     if unknown:
         return Decoded([b""] * len(chunks), list(codings), f"unknown Content-Encoding {unknown[0]!r}")
     chain = [_decoder(c) for c in reversed(codings)]  # the last coding applied is undone first
+    name = "+".join(codings)
     pieces: list[bytes] = []
     error: str | None = None
+    left = limit
     for i, chunk in enumerate(chunks):
         if error is not None:
             pieces.append(b"")
@@ -112,20 +134,26 @@ def decode_reads(chunks: Sequence[bytes], codings: Sequence[str]) -> Decoded:
         try:
             data = chunk
             for coder in chain:
-                data = coder.feed(data)
+                data = coder.feed(data, left)
             if i == len(chunks) - 1:
                 for j, coder in enumerate(chain):
                     tail = coder.end()
                     for later in chain[j + 1 :]:
-                        tail = later.feed(tail)
+                        tail = later.feed(tail, left)
                     data += tail
+            left -= len(data)
+            if left < 0:
+                raise _TooLarge
         except (zlib.error, brotli.error) as exc:
-            error = f"cannot decode the {'+'.join(codings)} body: {exc}"
+            error = f"cannot decode the {name} body: {exc}"
+            data = b""
+        except _TooLarge:
+            error = f"the {name} body decodes to more than {limit} bytes; the rest is not decoded"
             data = b""
         pieces.append(data)
     if error is None and chunks and not all(coder.finished() for coder in chain):
-        error = f"the {'+'.join(codings)} body ends before its compressed stream does (cut short)"
-    return Decoded(pieces, list(codings), error)
+        error = f"the {name} body ends before its compressed stream does (cut short)"
+    return Decoded(pieces, list(codings), error, too_large=error is not None and "more than" in error)
 
 
 def decoded_record_reads(headers: Iterable[Sequence[str]], chunks: Sequence[bytes]) -> Decoded:

@@ -341,6 +341,10 @@ def scrub_body_reads(
     current = list(reads) if plain is None else plain
     decoded: Decoded = decode_reads(current, codings)
     scrubbed = scrub_reads(decoded.pieces, forms)
+    if decoded.too_large:
+        # What lies past the decoding limit cannot be searched: it is not kept.
+        found.append("response.chunks: compressed body decodes past the limit; the rest dropped unsearched")
+        return encode_reads(scrubbed if scrubbed is not None else decoded.pieces, codings)
     if scrubbed is None:
         if plain is not None:
             found.append("scrubbed:response.chunks")

@@ -74,3 +74,13 @@ def test_encode_reads_then_decode_gives_back_each_piece() -> None:
     pieces = [b"one ", b"", b"three"]
     for coding in ("gzip", "deflate", "br"):
         assert decode_reads(encode_reads(pieces, [coding]), [coding]).pieces == pieces
+
+
+def test_a_body_that_decodes_past_the_limit_stops_there_and_says_so() -> None:
+    bomb = gzip.compress(b"\0" * 5_000_000)
+    decoded = decode_reads([bomb[:100], bomb[100:]], ["gzip"], limit=1_000_000)
+    assert decoded.too_large and decoded.error is not None and "more than 1000000 bytes" in decoded.error
+    assert sum(map(len, decoded.pieces)) <= 1_000_000
+    br = bytes(brotli.compress(b"\0" * 5_000_000))
+    assert decode_reads([br], ["br"], limit=1_000_000).too_large
+    assert not decode_reads([bomb], ["gzip"], limit=5_000_000).too_large

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -310,3 +311,18 @@ def test_describe_bad_request_never_quotes_the_header_value() -> None:
     assert text == "Invalid header value char (header Authorization)"
     assert describe_bad_request(f"Bad status line '{KEY}'") == "Bad status line"
     assert describe_bad_request(None) == "malformed request"
+
+
+def test_a_compressed_body_past_the_decoding_limit_is_not_kept_unsearched(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bench.decoding
+
+    monkeypatch.setattr(bench.decoding, "MAX_DECODED", 1000)
+    tail = f"and then {KEY}".encode()
+    chunks = encode_reads([b"x" * 900, b"y" * 900, tail], ["gzip"])
+    rec = record(
+        headers=[["Authorization", f"Bearer {KEY}"]], resp_headers=[["Content-Encoding", "gzip"]], chunks=chunks
+    )
+    Redactor().redact_exchange(rec)
+    decoded = decode_reads(rec["response"]["chunks"], ["gzip"])
+    assert decoded.pieces == [b"x" * 900, b"", b""]
+    assert any("dropped unsearched" in r for r in rec["redacted"])
