@@ -45,6 +45,8 @@ PASSWORD = "hunter2-correct-horse"
 LOWER_BEARER = "sk-lower-bearer-0000111"
 TOKEN_SCHEME = "tok-scheme-99998888"
 CTL_KEY = "ctl-key-in-bad-header-5555"
+URL_PASSWORD = "url-password-8888777766"
+URL_KEY = "url-query-key-12121212"
 
 SECRETS = (
     UPSTREAM_KEY,
@@ -60,6 +62,8 @@ SECRETS = (
     LOWER_BEARER,
     TOKEN_SCHEME,
     CTL_KEY,
+    URL_PASSWORD,
+    URL_KEY,
 )
 MODELS = ("hostile", "hostile-gzip", "hostile-deflate", "hostile-br")
 _B64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{12,}")
@@ -92,7 +96,10 @@ def leaks(blob: bytes, secret: str) -> int:
 
 
 @asynccontextmanager
-async def bench_proxy(env: dict[str, str], *args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, str, Path]]:
+async def bench_proxy(
+    env: dict[str, str], *args: str
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str, Path, list[bytes]]]:
+    """A `bench proxy` subprocess once it listens: it, its URL, its cassette and the stdout lines read so far."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -108,16 +115,19 @@ async def bench_proxy(env: dict[str, str], *args: str) -> AsyncIterator[tuple[as
     )
     assert proc.stdout is not None
     url = cassette = None
+    lines: list[bytes] = []
     try:
         while cassette is None:
-            line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+            raw = await asyncio.wait_for(proc.stdout.readline(), 30)
+            lines.append(raw)
+            line = raw.decode()
             assert line, "bench proxy exited before listening"
             if m := re.search(r"listening on (http://\S+)", line):
                 url = m.group(1)
             if m := re.search(r"writing (\S+)", line):
                 cassette = Path(m.group(1))
         assert url is not None
-        yield proc, url, cassette
+        yield proc, url, cassette, lines
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -178,7 +188,9 @@ async def test_no_secret_reaches_any_artifact_from_a_hostile_upstream(
     runner, upstream = await start_hostile()
     cassettes = tmp_path / "cassettes"
     env = {"BENCH_T_UPSTREAM_KEY": UPSTREAM_KEY, "BENCH_T_TOKEN": CLIENT_TOKEN}
-    flags = ["--upstream", upstream, "--cassettes", str(cassettes)]
+    # Credentials in the upstream URL itself must not be printed either.
+    flags = ["--upstream", upstream.replace("http://", f"http://user:{URL_PASSWORD}@") + f"?key={URL_KEY}"]
+    flags += ["--cassettes", str(cassettes)]
     flags += ["--secret-header", "X-Org-Secret", "--secret-field", "org_pin"]
     if keys == "proxy keys":
         flags += ["--upstream-key-env", "BENCH_T_UPSTREAM_KEY", "--token-env", "BENCH_T_TOKEN"]
@@ -189,7 +201,7 @@ async def test_no_secret_reaches_any_artifact_from_a_hostile_upstream(
     }
     errors: list[bytes] = []
     try:
-        async with bench_proxy(env, *flags) as (proc, url, cassette):
+        async with bench_proxy(env, *flags) as (proc, url, cassette, start_lines):
             if keys == "proxy keys":
                 client = AsyncOpenAI(base_url=url + "/v1", api_key=CLIENT_TOKEN, max_retries=0, timeout=30)
                 got = await chats(client, **extra)
@@ -224,7 +236,7 @@ async def test_no_secret_reaches_any_artifact_from_a_hostile_upstream(
         await runner.cleanup()
 
     found = artifacts(cassette, tmp_path, capsys)
-    found["proxy stdout"] = stdout
+    found["proxy stdout"] = b"".join(start_lines) + stdout
     found["proxy stderr (its log)"] = stderr
     found["proxy error bodies"] = b"".join(errors)
     counts = {name: sum(leaks(blob, s) for s in SECRETS) for name, blob in found.items()}
