@@ -20,6 +20,7 @@ import yaml
 from bench.checks import EVALUATOR_ARGS, TOOL_NAME_ARGS
 from bench.errors import BenchError
 from bench.locate import catalog_dir
+from bench.nesting import TooDeep, load_yaml
 from bench.testspec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
 
 # Multi-turn tasks need room to read, edit and run tests; a test can lower or raise these.
@@ -39,7 +40,7 @@ def builtin_tools() -> dict[str, dict[str, Any]]:
     """Named single-turn function tools from catalog/tools/*.yaml, as OpenAI tool schemas."""
     tools: dict[str, dict[str, Any]] = {}
     for file in sorted((catalog_dir() / "tools").glob("*.yaml")):
-        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+        data = load_yaml(file.read_text(encoding="utf-8")) or {}
         for entry in data.get("tools", []):
             if entry["name"] in tools:
                 raise BenchError(f"{file}: built-in tool {entry['name']!r} is defined twice; rename one")
@@ -100,7 +101,9 @@ class _SuiteLoader:
 
     def load(self) -> list[TestSpec]:
         try:
-            data = yaml.safe_load(self.file.read_text(encoding="utf-8"))
+            data = load_yaml(self.file.read_text(encoding="utf-8"))
+        except TooDeep as exc:
+            raise self.fail("YAML", f"{exc}; a suite never needs that: flatten it") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f"line {mark.line + 1}" if mark is not None else "YAML"

@@ -30,8 +30,8 @@ def canonical_body(body: bytes) -> Any:
         return {}
     try:
         value = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None  # not JSON, or nested deeper than the parser follows: fingerprinted as raw bytes
     if isinstance(value, dict):
         return {k: v for k, v in value.items() if k not in VOLATILE_FIELDS}
     return value
@@ -48,9 +48,15 @@ def fingerprint(method: str, path: str, query: str, body: bytes) -> str:
     qs = "&".join(f"{k}={v}" for k, v in canonical_query(query))
     digest.update(f"{method.upper()} {path.rstrip('/') or '/'}?{qs}\n".encode())
     canon = canonical_body(body)
-    if canon is None:
+    text = None
+    if canon is not None:
+        try:
+            text = json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        except RecursionError:
+            text = None
+    if text is None:
         digest.update(b"raw:")
         digest.update(body)
     else:
-        digest.update(json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+        digest.update(text)
     return f"fp{FINGERPRINT_VERSION}:{digest.hexdigest()[:32]}"

@@ -23,9 +23,11 @@ from typing import Any
 import orjson
 
 from bench.chunks import Delta, FunctionDelta, decode_chunk, decode_chunks
+from bench.decoding import decoded_record_reads
 from bench.sse import event_payloads
 
-PARSER_VERSION = 1
+# 2: compressed bodies (Content-Encoding gzip, deflate, br) are parsed decoded.
+PARSER_VERSION = 2
 
 # Text that a model meant as a tool call but wrote as prose (Hermes/ChatML tags, bare JSON calls).
 _TEXT_TOOL_CALL = re.compile(
@@ -123,6 +125,9 @@ def parse_exchange(
     request = record.get("request") or {}
     chunks: list[bytes] = response.get("chunks") or []
     times = list(accumulate(response.get("chunk_us") or [0] * len(chunks)))
+    # A compressed body is parsed decoded, each read's piece at that read's time (bench.decoding).
+    decoded = decoded_record_reads(response.get("headers") or (), chunks)
+    chunks = decoded.pieces
     parsed = ParsedExchange(
         id=str(record.get("id", "")),
         status=response.get("status"),
@@ -140,6 +145,8 @@ def parse_exchange(
             parsed.outcome = "timeout"
     if parsed.status is not None and parsed.status >= 400:
         parsed.findings.append("http_error")
+    if decoded.error is not None:
+        parsed.findings.append("undecodable_body")
     if parsed.streamed:
         _parse_stream(parsed, chunks, times, max_tokens, keep_events)
     else:

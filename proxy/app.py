@@ -28,6 +28,7 @@ from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 
 from bench.cassette.format import CLIENT_DISCONNECTED, UPSTREAM_ERROR
+from bench.cassette.redact import describe_bad_request
 from bench.fingerprint import fingerprint
 from proxy.errors import (
     bad_request,
@@ -168,7 +169,7 @@ class ArrivalStamps(web.RequestHandler):
         if isinstance(exc, LineTooLong):
             problem = f"a request line or header longer than {exc.args[1]} bytes"
         elif isinstance(exc, HttpProcessingError):
-            problem = parse_problem(exc.message)
+            problem = describe_bad_request(exc.message)
         else:
             problem = parse_problem(message or str(exc or "unreadable request"))
         self.proxy.state.stats.bad_requests += 1

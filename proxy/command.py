@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace, upstream_key: str | None, client_token: str | None) -> None:
     from bench.cassette import Redactor
     from proxy.app import ClientLimits
-    from proxy.server import start_proxy
+    from proxy.server import public_url, start_proxy
 
     redactor = Redactor.with_extra(headers=args.secret_header, json_fields=args.secret_field)
     proxy = await start_proxy(
@@ -140,7 +140,9 @@ async def _serve(args: argparse.Namespace, upstream_key: str | None, client_toke
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig.name)
     print(f"bench proxy: listening on {proxy.url} (clients: base URL {proxy.url}/v1)", flush=True)
-    print(f"bench proxy: upstream {args.upstream or '(none: replay only)'}, mode {args.mode}", flush=True)
+    # The label, not the flag: an upstream URL given with user:password@ or ?key= must not be printed with them.
+    shown = public_url(args.upstream)[1] if args.upstream else "(none: replay only)"
+    print(f"bench proxy: upstream {shown}, mode {args.mode}", flush=True)
     if proxy.cassette_path is not None:
         print(f"bench proxy: writing {proxy.cassette_path}", flush=True)
     else:

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from bench.cassette.format import COMPLETE, TRUNCATED, UPSTREAM_ERROR
+from bench.decoding import decoded_record_reads
 from bench.sse import SSEParser
 from proxy.identity import body_identity, payload_identity
 
@@ -188,10 +189,17 @@ class Exchange:
             self.outcome = outcome
             self.error = error
 
+    def decoded_reads(self) -> list[bytes]:
+        """The body's reads as a client's SSE or JSON parser sees them: decoded, one piece per read, when the upstream
+        compressed the body (the recorded and forwarded bytes stay as sent)."""
+        if not any(k.lower() == "content-encoding" for k, _ in self.resp_headers):
+            return self.chunks
+        return decoded_record_reads(self.resp_headers, self.chunks).pieces
+
     def settle_stream(self) -> None:
         """Call once at the end: a streamed response with no end marker is `truncated`."""
         ended = self.streamed and self.outcome in (COMPLETE, UPSTREAM_ERROR) and bool(self.chunks)
-        if ended and not stream_finished(self.chunks):
+        if ended and not stream_finished(self.decoded_reads()):
             self.outcome = TRUNCATED
             self.error = self.error or "the stream ended without data: [DONE] and without a finish_reason"
 
@@ -204,12 +212,14 @@ class Exchange:
         """
         if self.replay_of is not None or not self.chunks:
             return  # a replay copies these from the recording
+        reads = self.decoded_reads()
         if not self.streamed:
             content_type = next((v for k, v in self.resp_headers if k.lower() == "content-type"), "")
-            self.model, self.system_fingerprint = body_identity(b"".join(self.chunks), content_type)
+            self.model, self.system_fingerprint = body_identity(b"".join(reads), content_type)
             return
         watch = TokenWatch()
-        for chunk, t in zip(self.chunks, self.times, strict=False):
+        # A compressed stream's first token is at the read whose decoded piece completes the first token event.
+        for chunk, t in zip(reads, self.times, strict=False):
             if watch.feed(chunk):
                 if watch.found:
                     self.first_token = t

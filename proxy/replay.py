@@ -140,7 +140,7 @@ def streams(body: bytes) -> bool:
         return False
     try:
         doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested absurdly deep: not a request to answer
         return False
     return isinstance(doc, dict) and bool(doc.get("stream"))
 

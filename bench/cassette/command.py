@@ -19,6 +19,7 @@ import orjson
 
 from bench import __version__
 from bench.cassette.reader import CassetteReader, find_cassettes
+from bench.decoding import decoded_record_reads
 from bench.errors import BenchError, CassetteError
 
 Record = dict[str, Any]
@@ -245,7 +246,13 @@ def render_exchange(record: Record, cassette: str, total: int) -> str:
     )
     chunks = resp.get("chunks") or []
     kind = "streamed" if resp.get("streamed") else "body"
-    add(f"response: {kind}, {len(chunks)} read(s), {resp.get('raw_bytes', sum(map(len, chunks)))} bytes")
+    decoded = decoded_record_reads(resp.get("headers") or (), chunks)
+    size = f"{resp.get('raw_bytes', sum(map(len, chunks)))} bytes"
+    if decoded.codings:
+        size += f" {'+'.join(decoded.codings)}, {len(decoded.body)} decoded"
+    add(f"response: {kind}, {len(chunks)} read(s), {size}")
+    if decoded.error:
+        add(f"  {decoded.error}")
     if parsed.reasoning:
         add("reasoning:")
         add(_indent(_clip(parsed.reasoning)))
@@ -261,7 +268,7 @@ def render_exchange(record: Record, cassette: str, total: int) -> str:
             add(_indent(_clip(pretty)))
     if not parsed.content and not parsed.tool_calls and not parsed.reasoning and chunks:
         add("body:")
-        add(_indent(_clip(b"".join(chunks).decode("utf-8", "replace"))))
+        add(_indent(_clip(decoded.body.decode("utf-8", "replace"))))
     tail = [f"finish_reason {parsed.finish_reason}"] if parsed.finish_reason else []
     if parsed.usage:
         tail.append("usage " + " ".join(f"{k}={v}" for k, v in parsed.usage.items() if not isinstance(v, dict)))
@@ -305,7 +312,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def _export(reader: CassetteReader, fmt: str, out: TextIO) -> None:
     if fmt == "jsonl":
         for record in reader:
-            out.write(orjson.dumps(jsonable(record), option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+            out.write(orjson.dumps(jsonl_record(record), option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
         return
     entries = [har_entry(record) for record in reader]
     har = {"log": {"version": "1.2", "creator": {"name": "bench", "version": __version__}, "entries": entries}}
@@ -326,6 +333,19 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def jsonl_record(record: Record) -> Any:
+    """The record as JSON; a compressed response also gets `response.decoded`, its body decoded (and
+    `response.decode_error` if it could not be), since its recorded reads are the wire bytes."""
+    out = jsonable(record)
+    resp = record.get("response") or {}
+    decoded = decoded_record_reads(resp.get("headers") or (), resp.get("chunks") or [])
+    if decoded.codings and isinstance(out.get("response"), dict):
+        out["response"]["decoded"] = jsonable(decoded.body)
+        if decoded.error:
+            out["response"]["decode_error"] = decoded.error
+    return out
+
+
 def _har_headers(headers: list[list[str]]) -> list[dict[str, str]]:
     return [{"name": str(h[0]), "value": str(h[1])} for h in headers if len(h) == 2]
 
@@ -334,8 +354,10 @@ def _header(headers: list[list[str]], name: str) -> str:
     return next((str(h[1]) for h in headers if str(h[0]).lower() == name), "")
 
 
-def _har_text(data: bytes, mime: str) -> dict[str, Any]:
+def _har_text(data: bytes, mime: str, wire: int | None = None) -> dict[str, Any]:
     content: dict[str, Any] = {"size": len(data), "mimeType": mime or "application/octet-stream"}
+    if wire is not None:
+        content["compression"] = len(data) - wire  # HAR 1.2: bytes saved by the Content-Encoding
     try:
         content["text"] = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -354,7 +376,10 @@ def har_entry(record: Record) -> dict[str, Any]:
     req_headers = req.get("headers") or []
     resp_headers = resp.get("headers") or []
     body = bytes(req.get("body") or b"")
-    data = b"".join(resp.get("chunks") or [])
+    wire = b"".join(resp.get("chunks") or [])
+    # HAR's content.text is the decoded body; bodySize stays the bytes on the wire.
+    decoded = decoded_record_reads(resp_headers, resp.get("chunks") or [])
+    data = decoded.body
 
     def span(a: str | None, b: str) -> float:
         start = 0 if a is None else timing.get(a)
@@ -381,10 +406,10 @@ def har_entry(record: Record) -> dict[str, Any]:
             "httpVersion": "HTTP/1.1",
             "cookies": [],
             "headers": _har_headers(resp_headers),
-            "content": _har_text(data, _header(resp_headers, "content-type")),
+            "content": _har_text(data, _header(resp_headers, "content-type"), len(wire) if decoded.codings else None),
             "redirectURL": "",
             "headersSize": -1,
-            "bodySize": len(data),
+            "bodySize": len(wire),
         },
         "cache": {},
         "timings": {

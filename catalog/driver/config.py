@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 from bench.errors import BenchError
+from bench.nesting import TooDeep, load_yaml
 
 API_KEY_ENV = "BENCH_API_KEY"
 
@@ -116,7 +117,9 @@ def load_config_file(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise BenchError(f"{path}: cannot read config: {exc.strerror}; pass an existing --config file") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
+    except TooDeep as exc:
+        raise BenchError(f"{path}: {exc}; a config never needs that: flatten it") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

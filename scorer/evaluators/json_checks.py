@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 
+from bench.nesting import TooDeep, check_depth
 from scorer.evaluators._args import string, strings
 from scorer.evaluators.values import values_equal
 from scorer.registry import REQUIRED, ArgError, EvalContext, Score, evaluator
@@ -20,7 +21,18 @@ _MISSING = object()
 
 
 def extract_json(text: str) -> tuple[bool, Any]:
-    """(found, value): the first fenced block if it parses, else the whole text, else the last object/array."""
+    """(found, value): the first fenced block if it parses, else the whole text, else the last object/array.
+    TooDeep if the JSON is nested deeper than the parser (or MAX_DEPTH) allows."""
+    try:
+        found, value = _extract_json(text)
+    except RecursionError:
+        raise TooDeep() from None
+    if found:
+        check_depth(value)
+    return found, value
+
+
+def _extract_json(text: str) -> tuple[bool, Any]:
     m = _FENCED.search(text)
     if m is not None:
         try:
@@ -63,14 +75,22 @@ def lookup(value: Any, path: str) -> Any:
     return value
 
 
-def _answer(ctx: EvalContext) -> tuple[bool, Any]:
-    return extract_json(ctx.text)
+NO_JSON = "no JSON value in the answer"
+
+
+def _answer(ctx: EvalContext) -> tuple[bool, Any, str]:
+    """(found, value, why not): an answer nested absurdly deep is scored as holding no usable JSON, with that reason."""
+    try:
+        found, value = extract_json(ctx.text)
+    except TooDeep as exc:
+        return False, None, f"the answer's JSON is {exc}"
+    return found, value, NO_JSON
 
 
 @evaluator("valid_json")
 def valid_json(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    ok, _ = _answer(ctx)
-    return Score.of(ok, "valid JSON" if ok else "no JSON value in the answer")
+    ok, _, why = _answer(ctx)
+    return Score.of(ok, "valid JSON" if ok else why)
 
 
 @evaluator("json_schema", args={"schema": REQUIRED})
@@ -83,10 +103,15 @@ def json_schema(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
         validator_cls.check_schema(dict(schema))
     except jsonschema.SchemaError as exc:
         raise ArgError(f"schema is not a valid JSON Schema: {exc.message}") from None
-    ok, value = _answer(ctx)
+    except RecursionError:
+        raise ArgError("schema is nested too deeply to check; flatten it") from None
+    ok, value, why = _answer(ctx)
     if not ok:
-        return Score(0.0, "no JSON value in the answer")
-    error = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(value))
+        return Score(0.0, why)
+    try:
+        error = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(value))
+    except RecursionError:
+        return Score(0.0, "the answer is nested too deeply to check against the schema")
     if error is None:
         return Score(1.0, "matches the schema")
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"
@@ -96,9 +121,9 @@ def json_schema(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
 @evaluator("json_field_equals", args={"path": REQUIRED, "value": REQUIRED})
 def json_field_equals(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
     path = string(args, "path")
-    ok, doc = _answer(ctx)
+    ok, doc, why = _answer(ctx)
     if not ok:
-        return Score(0.0, "no JSON value in the answer")
+        return Score(0.0, why)
     got = lookup(doc, path)
     if got is _MISSING:
         return Score(0.0, f"{path}: missing")
@@ -111,9 +136,9 @@ def json_string_set(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
     """Jaccard overlap of the strings at `path` with `values` (case-folded, trimmed): misses and extras both cost."""
     path = string(args, "path")
     want = {v.strip().casefold() for v in strings(args, "values")}
-    ok, doc = _answer(ctx)
+    ok, doc, why = _answer(ctx)
     if not ok:
-        return Score(0.0, "no JSON value in the answer")
+        return Score(0.0, why)
     got_raw = lookup(doc, path)
     if got_raw is _MISSING or not isinstance(got_raw, list):
         return Score(0.0, f"{path}: not a list")

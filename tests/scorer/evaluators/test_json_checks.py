@@ -63,3 +63,23 @@ def test_json_string_set_overlap() -> None:
     assert score("json_string_set", ctx(text), path="tags", values=["red", "green", "blue"]).score == 1.0
     assert score("json_string_set", ctx(text), path="tags", values=["red", "green"]).score == 2 / 3
     assert score("json_string_set", ctx(text), path="tags", values=["pink"]).score == 0.0
+
+
+def test_an_answer_nested_absurdly_deep_scores_zero_with_the_reason() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    for name, args in (
+        ("valid_json", {}),
+        ("json_schema", {"schema": {"type": "array"}}),
+        ("json_field_equals", {"path": "0", "value": 1}),
+        ("json_string_set", {"path": "a", "values": ["x"]}),
+    ):
+        got = score(name, ctx(deep), **args)
+        assert got.score == 0.0 and "nested more than 100 levels deep" in got.detail, name
+
+
+def test_a_schema_and_answer_deep_but_within_limits_are_checked() -> None:
+    schema: dict[str, object] = {}
+    for _ in range(80):
+        schema = {"type": "array", "items": schema}
+    answer = "[" * 80 + "]" * 80
+    assert score("json_schema", ctx(answer), schema=schema).score == 1.0

@@ -1,0 +1,64 @@
+"""Input nested absurdly deep gets a one-line message, never a RecursionError traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from bench.fingerprint import fingerprint
+from bench.nesting import MAX_DEPTH, TooDeep, depth_exceeds, load_yaml
+from proxy.replay import streams
+from scorer.evaluators.json_checks import extract_json
+
+DEEP_FLOW = "[" * 5000 + "]" * 5000
+
+
+def test_depth_is_measured_without_recursion() -> None:
+    value: list[object] = []
+    for _ in range(50_000):
+        value = [value]
+    assert depth_exceeds(value)
+    assert not depth_exceeds([[1], {"a": [2]}], limit=3)
+    assert depth_exceeds([[1], {"a": [[2]]}], limit=3)
+
+
+@pytest.mark.parametrize("text", [f"a: {DEEP_FLOW}\n", "a:\n" + "".join("  " * i + "- \n" for i in range(3000))])
+def test_load_yaml_refuses_deep_documents_in_flow_and_block_style(text: str) -> None:
+    with pytest.raises(TooDeep, match=f"nested more than {MAX_DEPTH} levels deep"):
+        load_yaml(text)
+
+
+def test_catalog_validate_on_a_suite_nested_5000_deep_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = tmp_path / "deep.yaml"
+    suite.write_text(f"suite: s\ndescription: d\ntests:\n  - id: x\n    prompt: {DEEP_FLOW}\n")
+    assert main(["catalog", "validate", str(suite)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"bench: error: {suite}: YAML: nested more than {MAX_DEPTH} levels deep; a suite never needs that: flatten it"
+    ]
+
+
+def test_a_record_config_nested_5000_deep_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "bench.yaml"
+    config.write_text(f"models: {DEEP_FLOW}\n")
+    assert main(["record", "--config", str(config), "--upstream", "http://127.0.0.1:9"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nested more than" in err[0] and "Traceback" not in err[0]
+
+
+def test_json_answers_nested_deep_are_no_usable_json() -> None:
+    with pytest.raises(TooDeep):
+        extract_json(DEEP_FLOW)
+    with pytest.raises(TooDeep):
+        extract_json("[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5))
+    assert extract_json("[" * 50 + "]" * 50)[0]
+
+
+def test_request_bodies_nested_deep_are_fingerprinted_as_bytes() -> None:
+    body = b'{"stream": true, "a": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    assert fingerprint("POST", "/v1/chat/completions", "", body).startswith("fp1:")
+    assert not streams(body)
