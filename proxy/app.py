@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import time
+from collections.abc import Awaitable, Callable
 from functools import partial
 from time import monotonic_ns
 
@@ -127,11 +128,12 @@ async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamRespo
         upstream_url=state.upstream_label,
     )
     if state.index is not None:
-        hit = state.index.take(match_key(fp, body), wrap=state.mode == "replay")
+        hit = state.index.take(match_key(fp, body), wrap=state.mode == "replay" and state.repeat)
         if hit is None and state.mode == "replay":
             state.stats.misses += 1
             nearest = state.index.nearest(request.method, path, query, body)
-            message = describe_miss(request.method, path, fp, nearest)
+            message = describe_miss(request.method, path, fp, nearest, hint=state.miss_hint)
+            state.miss_messages.append(message)
             extra = {}
             if nearest is not None:
                 extra["nearest"] = {"cassette": nearest[0].cassette, "id": nearest[0].id, "differs": nearest[1]}
@@ -163,4 +165,10 @@ async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamRespo
 
 
 def build_server(state: ProxyState) -> ProxyServer:
-    return ProxyServer(partial(handle, state), request_factory=_make_request, handler_cancellation=True)
+    return serve_with(partial(handle, state))
+
+
+def serve_with(handler: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]) -> ProxyServer:
+    """A proxy server around any handler that ends in `handle` (the pytest plugin keeps one address for a whole run
+    and hands each request to the current test's proxy state)."""
+    return ProxyServer(handler, request_factory=_make_request, handler_cancellation=True)

@@ -119,6 +119,13 @@ class ReplayIndex:
         self._next[key] = i + 1
         return items[i]
 
+    def unused(self) -> list[Recorded]:
+        """The recordings no request has taken yet, in recorded order."""
+        left: list[Recorded] = []
+        for key, items in self.by_fp.items():
+            left.extend(items[self._next.get(key, 0) :])
+        return sorted(left, key=lambda r: r.started)
+
     def nearest(self, method: str, path: str, query: str, body: bytes) -> tuple[Recorded, list[str]] | None:
         """The recorded request closest to this one, and the fields where they differ."""
         want = _comparable(method, path, query, body)
@@ -182,7 +189,13 @@ def _diff(a: Any, b: Any, where: str, out: list[str]) -> None:
         out.append(where)
 
 
-def describe_miss(method: str, path: str, fp: str, nearest: tuple[Recorded, list[str]] | None) -> str:
+def describe_miss(
+    method: str,
+    path: str,
+    fp: str,
+    nearest: tuple[Recorded, list[str]] | None,
+    hint: str = "record it with --mode auto or fix the request",
+) -> str:
     head = f"bench replay: no recorded exchange matches {method} {path} ({fp})"
     if nearest is None:
         return f"{head}; the cassettes hold no exchanges: record first with --mode record or auto"
@@ -193,5 +206,5 @@ def describe_miss(method: str, path: str, fp: str, nearest: tuple[Recorded, list
         shown += f" and {len(diffs) - MAX_LISTED_DIFFERENCES} more"
     return (
         f"{head}; nearest recorded: {item.id} in {item.cassette} ({req['method']} {req['path']}), "
-        f"which differs in: {shown}; record it with --mode auto or fix the request"
+        f"which differs in: {shown}; {hint}"
     )
