@@ -76,11 +76,19 @@ def replayable(record: dict[str, Any]) -> bool:
     response = record.get("response") or {}
     return (
         response.get("status") is not None
-        and record.get("outcome") != CLIENT_DISCONNECTED
+        and (record.get("outcome") != CLIENT_DISCONNECTED or whole_stream(response))
         and record.get("replay_of") is None
         and record.get("mode") != "replay"
         and isinstance((record.get("request") or {}).get("fp"), str)
     )
+
+
+def whole_stream(response: dict[str, Any]) -> bool:
+    """A stream whose client left only after its `data: [DONE]`: the client had the whole answer. The openai SDK
+    closes its response at `[DONE]`, often before the proxy has read the upstream's end of body (the chunked
+    encoding's last, empty chunk), so such an exchange is recorded as `client_disconnected` while it replays whole."""
+    chunks = response.get("chunks") or []
+    return bool(response.get("streamed")) and bool(chunks) and b"data: [DONE]" in b"".join(chunks[-2:])
 
 
 class ReplayIndex:
