@@ -282,3 +282,35 @@ def test_xdist_workers_record_and_replay_their_own_cassettes(
     again.assert_outcomes(passed=ALL)
     assert read_notes(notes) == recorded
     assert "replayed 8 exchange(s) in 6 test(s)" in again.stdout.str()
+
+
+def test_session_env_serves_clients_built_at_import_time(
+    pytester: pytest.Pytester, upstream: Upstream, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_module_client="""
+        import pytest
+        from openai import OpenAI
+
+        CLIENT = OpenAI(max_retries=0)  # built once, at import time
+
+        @pytest.mark.bench
+        def test_one(bench_url):
+            assert str(CLIENT.base_url).rstrip("/") == bench_url
+            CLIENT.models.list()
+
+        @pytest.mark.bench
+        def test_two():
+            CLIENT.embeddings.create(model="test-model", input="x")
+        """
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-user-key-0123456789")
+    args = ("--bench-openai-env=session", f"--bench-upstream={upstream.base_url}")
+    run(pytester, "--bench-record-mode=once", *args).assert_outcomes(passed=2)
+    assert upstream.requests[-1].headers["Authorization"] == "Bearer sk-user-key-0123456789"
+    assert len(cassettes(pytester.path)) == 2
+    for path in pytester.path.rglob("*.cassette"):
+        assert b"sk-user-key" not in path.read_bytes()  # compressed, so also checked in the records below
+        _, records = read_cassette(path)
+        assert "sk-user-key" not in repr(records)
+    run(pytester, *args).assert_outcomes(passed=2)
