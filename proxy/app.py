@@ -17,6 +17,7 @@ import contextlib
 import hmac
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from time import monotonic_ns
@@ -44,7 +45,7 @@ from proxy.errors import (
 from proxy.forward import TAG_PREFIX, forward, serve_recorded
 from proxy.recorder import Exchange
 from proxy.replay import describe_miss, match_key
-from proxy.state import ProxyState
+from proxy.state import ProxyState, ProxyStats
 
 log = logging.getLogger("bench.proxy")
 
@@ -141,7 +142,7 @@ class ArrivalStamps(web.RequestHandler):
         waiter = self._waiter
         if waiter is None or waiter.done():
             return  # the head is complete: its request is being handled
-        self.proxy.state.stats.slow_clients += 1
+        self.proxy.stats.slow_clients += 1
         if self.last_read >= since:
             # Part of a head came: tell the client why, as nginx does.
             message = f"bench proxy: request head not complete within {timeout:g} s (--header-timeout)"
@@ -172,7 +173,7 @@ class ArrivalStamps(web.RequestHandler):
             problem = describe_bad_request(exc.message)
         else:
             problem = parse_problem(message or str(exc or "unreadable request"))
-        self.proxy.state.stats.bad_requests += 1
+        self.proxy.stats.bad_requests += 1
         log.warning("bench proxy: %d for a malformed request from %s: %s", status, self._peer(), problem)
         return bad_request(problem, status)
 
@@ -180,10 +181,15 @@ class ArrivalStamps(web.RequestHandler):
 class ProxyServer(web.Server):
     """aiohttp's low-level server with `ArrivalStamps` connections."""
 
-    def __init__(self, state: ProxyState, limits: ClientLimits) -> None:
-        super().__init__(partial(handle, state, limits), request_factory=_make_request, handler_cancellation=True)
-        self.state = state
+    def __init__(
+        self,
+        handler: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]],
+        limits: ClientLimits,
+        stats: ProxyStats,
+    ) -> None:
+        super().__init__(handler, request_factory=_make_request, handler_cancellation=True)
         self.limits = limits
+        self.stats = stats  # where its connections count slow clients and malformed requests
 
     def __call__(self) -> ArrivalStamps:
         return ArrivalStamps(self)
@@ -286,11 +292,12 @@ async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseReque
         upstream_url=state.upstream_label,
     )
     if state.index is not None:
-        hit = state.index.take(match_key(fp, body), wrap=state.mode == "replay")
+        hit = state.index.take(match_key(fp, body), wrap=state.mode == "replay" and state.repeat)
         if hit is None and state.mode == "replay":
             state.stats.misses += 1
             nearest = state.index.nearest(request.method, path, query, body)
-            message = describe_miss(request.method, path, fp, nearest)
+            message = describe_miss(request.method, path, fp, nearest, hint=state.miss_hint)
+            state.miss_messages.append(message)
             extra = {}
             if nearest is not None:
                 extra["nearest"] = {"cassette": nearest[0].cassette, "id": nearest[0].id, "differs": nearest[1]}
@@ -323,4 +330,13 @@ async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseReque
 
 
 def build_server(state: ProxyState, limits: ClientLimits | None = None) -> ProxyServer:
-    return ProxyServer(state, limits or ClientLimits())
+    limits = limits or ClientLimits()
+    return ProxyServer(partial(handle, state, limits), limits, state.stats)
+
+
+def serve_with(
+    handler: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]], limits: ClientLimits, stats: ProxyStats
+) -> ProxyServer:
+    """A proxy server around any handler that ends in `handle` (the pytest plugin keeps one address for a whole run
+    and hands each request to the current test's proxy state)."""
+    return ProxyServer(handler, limits, stats)

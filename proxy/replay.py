@@ -76,11 +76,19 @@ def replayable(record: dict[str, Any]) -> bool:
     response = record.get("response") or {}
     return (
         response.get("status") is not None
-        and record.get("outcome") != CLIENT_DISCONNECTED
+        and (record.get("outcome") != CLIENT_DISCONNECTED or whole_stream(response))
         and record.get("replay_of") is None
         and record.get("mode") != "replay"
         and isinstance((record.get("request") or {}).get("fp"), str)
     )
+
+
+def whole_stream(response: dict[str, Any]) -> bool:
+    """A stream whose client left only after its `data: [DONE]`: the client had the whole answer. The openai SDK
+    closes its response at `[DONE]`, often before the proxy has read the upstream's end of body (the chunked
+    encoding's last, empty chunk), so such an exchange is recorded as `client_disconnected` while it replays whole."""
+    chunks = response.get("chunks") or []
+    return bool(response.get("streamed")) and bool(chunks) and b"data: [DONE]" in b"".join(chunks[-2:])
 
 
 class ReplayIndex:
@@ -118,6 +126,13 @@ class ReplayIndex:
             i = 0
         self._next[key] = i + 1
         return items[i]
+
+    def unused(self) -> list[Recorded]:
+        """The recordings no request has taken yet, in recorded order."""
+        left: list[Recorded] = []
+        for key, items in self.by_fp.items():
+            left.extend(items[self._next.get(key, 0) :])
+        return sorted(left, key=lambda r: r.started)
 
     def nearest(self, method: str, path: str, query: str, body: bytes) -> tuple[Recorded, list[str]] | None:
         """The recorded request closest to this one, and the fields where they differ."""
@@ -182,7 +197,13 @@ def _diff(a: Any, b: Any, where: str, out: list[str]) -> None:
         out.append(where)
 
 
-def describe_miss(method: str, path: str, fp: str, nearest: tuple[Recorded, list[str]] | None) -> str:
+def describe_miss(
+    method: str,
+    path: str,
+    fp: str,
+    nearest: tuple[Recorded, list[str]] | None,
+    hint: str = "record it with --mode auto or fix the request",
+) -> str:
     head = f"bench replay: no recorded exchange matches {method} {path} ({fp})"
     if nearest is None:
         return f"{head}; the cassettes hold no exchanges: record first with --mode record or auto"
@@ -193,5 +214,5 @@ def describe_miss(method: str, path: str, fp: str, nearest: tuple[Recorded, list
         shown += f" and {len(diffs) - MAX_LISTED_DIFFERENCES} more"
     return (
         f"{head}; nearest recorded: {item.id} in {item.cassette} ({req['method']} {req['path']}), "
-        f"which differs in: {shown}; record it with --mode auto or fix the request"
+        f"which differs in: {shown}; {hint}"
     )

@@ -35,7 +35,13 @@ class RunningProxy:
     """A proxy serving on `url`; `close()` stops it and closes its cassette."""
 
     def __init__(
-        self, *, url: str, state: ProxyState, runner: web.BaseRunner, site: web.TCPSite, cassette_path: Path | None
+        self,
+        *,
+        url: str,
+        state: ProxyState,
+        runner: web.BaseRunner | None,
+        site: web.TCPSite | None,
+        cassette_path: Path | None,
     ) -> None:
         self.url = url
         self.cassette_path = cassette_path
@@ -48,6 +54,11 @@ class RunningProxy:
     @property
     def stats(self) -> ProxyStats:
         return self._state.stats
+
+    @property
+    def state(self) -> ProxyState:
+        """What `proxy.app.serve_with` needs to route requests to a proxy started with `serve=False`."""
+        return self._state
 
     @property
     def mode(self) -> str:
@@ -68,7 +79,8 @@ class RunningProxy:
         self._closed = True
         state = self._state
         state.closing = True
-        await self._site.stop()
+        if self._site is not None:
+            await self._site.stop()
         if state.in_flight:
             idle = asyncio.ensure_future(state.idle.wait())
             hurry = asyncio.ensure_future(self._hurry.wait())
@@ -80,7 +92,8 @@ class RunningProxy:
             task.cancel()  # each handler records its exchange as cut off by the shutdown
         if late:
             await asyncio.wait(late, timeout=5.0)
-        await self._runner.cleanup()
+        if self._runner is not None:
+            await self._runner.cleanup()
         if state.pending_records:
             await asyncio.gather(*state.pending_records, return_exceptions=True)
         if state.session is not None:
@@ -125,8 +138,16 @@ async def start_proxy(
     idle_timeout: float | None = None,
     redactor: Redactor | None = None,
     limits: ClientLimits | None = None,
+    cassette: Path | None = None,
+    replay_log: bool = True,
+    repeat: bool = True,
+    serve: bool = True,
 ) -> RunningProxy:
-    """Serve on host:port (0: any free port) until `close()`; `limits` bound slow clients (default: nginx's)."""
+    """Start a proxy. `cassette` writes exactly that file instead of a new one in `cassettes` (which replay then
+    reads, a folder or one file); `replay_log=False` writes nothing in replay mode; `repeat=False` answers a replayed
+    request asked more often than it was recorded as a miss; `serve=False` listens nowhere, for a caller that routes
+    requests itself (`proxy.app.serve_with`, as the pytest plugin does to keep one address across tests); `limits`
+    bound slow clients (default: nginx's)."""
     if mode not in MODES:
         raise BenchError(f"bad mode {mode!r}; use one of {', '.join(MODES)}")
     pace_factor = parse_pace(pace)
@@ -157,8 +178,13 @@ async def start_proxy(
         client_token=client_token,
         secret_headers=redactor.headers,
         idle_timeout=idle_timeout,
+        repeat=repeat,
     )
-    runner, site, url = await listen(build_server(state, limits), host, port)
+    runner: web.BaseRunner | None = None
+    site: web.TCPSite | None = None
+    url = ""
+    if serve:
+        runner, site, url = await listen(build_server(state, limits), host, port)
 
     if mode != "replay":
         # No session at all in replay mode: it must never open a network connection.
@@ -172,8 +198,8 @@ async def start_proxy(
             trust_env=False,
         )
     cassette_path: Path | None = None
-    if mode != "passthrough":
-        cassette_path = new_cassette_path(cassettes, prefix="replay" if mode == "replay" else "rec")
+    if mode != "passthrough" and (replay_log or mode != "replay"):
+        cassette_path = cassette or new_cassette_path(cassettes, prefix="replay" if mode == "replay" else "rec")
         settings = {
             "upstream": label,
             "mode": mode,
@@ -190,6 +216,7 @@ async def start_proxy(
         except BenchError:
             if state.session is not None:
                 await state.session.close()
-            await runner.cleanup()
+            if runner is not None:
+                await runner.cleanup()
             raise
     return RunningProxy(url=url, state=state, runner=runner, site=site, cassette_path=cassette_path)

@@ -55,12 +55,15 @@ class ProxyState:
     client_token: str | None
     secret_headers: frozenset[str]
     idle_timeout: float | None = None
+    repeat: bool = True  # replay mode: a used-up fingerprint starts again from its first recording
     stats: ProxyStats = field(default_factory=ProxyStats)
     closing: bool = False
     seq: int = 0
     in_flight: dict[Exchange, asyncio.Task[Any]] = field(default_factory=dict)
     idle: asyncio.Event = field(default_factory=asyncio.Event)
     pending_records: set[asyncio.Task[None]] = field(default_factory=set)
+    miss_messages: list[str] = field(default_factory=list)  # each replay miss's message, in order
+    miss_hint: str = "record it with --mode auto or fix the request"  # how a miss's message says to fix it
 
     def target(self, path: str, query: str) -> URL:
         """The upstream URL for a request path: the upstream's base path is prepended unless already there."""

@@ -223,3 +223,18 @@ async def test_a_stream_is_never_served_to_a_client_that_asked_for_json(upstream
     await client.close()
     await player.close()
     assert isinstance(missed.value.body, dict) and missed.value.body["nearest"]["differs"] == ["stream"]
+
+
+def test_a_stream_left_after_done_replays_and_one_left_before_does_not() -> None:
+    from proxy.replay import replayable
+
+    def record(chunks: list[bytes]) -> dict[str, object]:
+        return {
+            "outcome": "client_disconnected",
+            "request": {"fp": "abc"},
+            "response": {"status": 200, "streamed": True, "chunks": chunks},
+        }
+
+    done = [b'data: {"choices":[]}\n\n', b"data: [DONE]\n\n"]
+    assert replayable(record(done))
+    assert not replayable(record(done[:1]))

@@ -16,6 +16,7 @@ The request's `model` picks a behaviour:
   test-stall     sends headers and the role chunk, then goes silent for `x_stall_s` seconds (default 30)
   test-slow-headers  waits `x_stall_s` seconds before answering at all
   test-no-done   a stream that ends cleanly but without finish_reason and without [DONE]
+  test-count     another answer each time the same request comes again
 Extra body fields tune a stream: `x_ttft_ms` (delay before the first chunk, default start_upstream's ttft),
 `x_delay_ms` (between chunks), `x_words` (content chunks), `x_end_delay_ms` (pause between the last event and the
 end of the body), `x_echo_auth` (echo Authorization in a header and the text, to test that the proxy scrubs it).
@@ -26,6 +27,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +123,24 @@ async def start_upstream(
     return upstream
 
 
+@contextmanager
+def upstream_thread(**kwargs: Any) -> Iterator[Upstream]:
+    """The same server on its own event loop thread, for callers that block their own (pytester, sync clients)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="test-upstream", daemon=True)
+    thread.start()
+    try:
+        upstream = asyncio.run_coroutine_threadsafe(start_upstream(**kwargs), loop).result(30)
+        try:
+            yield upstream
+        finally:
+            asyncio.run_coroutine_threadsafe(upstream.close(), loop).result(30)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
 def _digest(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()[:24]
 
@@ -173,6 +195,10 @@ async def _route(request: web.Request, log: LoggedRequest, doc: dict[str, Any]) 
     if model == "test-slow-headers":
         await asyncio.sleep(stall)
     seed = _digest(log.body)
+    if model == "test-count":
+        # The same request gets another answer each time: replaying repeats in recorded order is then visible.
+        asked = sum(1 for r in request.app[UPSTREAM].requests if r.body == log.body)
+        seed = _digest(log.body + str(asked).encode())
     headers = _headers(seed)
     if doc.get("x_echo_auth"):
         headers["x-echo-authorization"] = request.headers.get("Authorization", "")

@@ -1,0 +1,121 @@
+"""A test's cassette on disk: whether it is stale, and committing a new recording without ever losing one.
+
+A recording is written to a temporary file beside the cassette (its name has the process id: each pytest-xdist
+worker writes its own) and moved into place at the end of the test, under an exclusive lock on the folder, so no two
+writers ever share a file and a test killed halfway leaves the previous cassette as it was. The new exchanges replace
+the old cassette, except when they must join it: in `new_episodes` mode, and when this same run already wrote that
+cassette (two tests naming one cassette, possibly on two workers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bench.cassette import CassetteReader, CassetteWriter
+from bench.errors import BenchError
+
+# Exchanges a replay served (in new_episodes mode, `auto` records those too) are not new recordings.
+REPLAYED = "replay"
+
+
+class Stale(msgspec.Struct, frozen=True):
+    cassette: str
+    why: str
+
+
+def digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError as exc:
+        raise BenchError(f"bench depends_on: cannot read {path}: {exc.strerror}; fix the path in the marker") from None
+
+
+def depends_on_digests(names: tuple[str, ...], root: Path) -> dict[str, str]:
+    return {name: digest(root / name) for name in names}
+
+
+def recorded_at_us(header: dict[str, Any]) -> int:
+    """When the cassette's oldest exchange was recorded (a merge keeps the first recording's time)."""
+    run = header.get("run") or {}
+    first = run.get("first_recorded_us")
+    return int(first) if isinstance(first, int) else int(header.get("created_us") or 0)
+
+
+def staleness(
+    cassette: Path, header: dict[str, Any], *, max_age_s: float | None, depends_on: dict[str, str]
+) -> Stale | None:
+    """Why a cassette should be recorded again, or None: too old, or recorded against other prompt/catalog files."""
+    if max_age_s is not None:
+        age = time.time() - recorded_at_us(header) / 1e6
+        if age > max_age_s:
+            return Stale(str(cassette), f"recorded {age / 86400:.1f} days ago (bench_max_age {max_age_s / 86400:g}d)")
+    recorded = (header.get("run") or {}).get("depends_on") or {}
+    for name, now in depends_on.items():
+        then = recorded.get(name)
+        if then is None:
+            return Stale(str(cassette), f"recorded before it depended on {name}")
+        if then != now:
+            return Stale(str(cassette), f"recorded with another version of {name}")
+    return None
+
+
+def partial_path(cassette: Path, worker: str) -> Path:
+    """Where a test records before its cassette is committed; never matched by `*.cassette` globs."""
+    return cassette.with_name(f".{cassette.name}.{worker}-{os.getpid()}.partial")
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on a folder (all processes of the machine): one commit into it at a time."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    reader = CassetteReader(path)
+    return reader.header, list(reader)
+
+
+def commit(partial: Path, cassette: Path, *, join: bool, session: str) -> int:
+    """Move what the test recorded into its cassette; returns how many new exchanges it holds now. `join` keeps the
+    old exchanges (new_episodes); a cassette this run already wrote (`session`) is always joined, never replaced."""
+    header, records = _read(partial)
+    new = [r for r in records if r.get("mode") != REPLAYED]
+    if not new:
+        partial.unlink()
+        return 0
+    with folder_lock(cassette.parent):
+        old_header: dict[str, Any] | None = None
+        old: list[dict[str, Any]] = []
+        if cassette.exists():
+            existing_header, existing = _read(cassette)
+            if join or (existing_header.get("run") or {}).get("session") == session:
+                old_header, old = existing_header, existing
+        if old_header is None and len(new) == len(records):
+            os.replace(partial, cassette)  # the partial file is the cassette as it stands
+            return len(new)
+        merged = cassette.with_name(partial.name + ".merged")
+        run = dict(header.get("run") or {})
+        if old_header is not None:
+            run["first_recorded_us"] = recorded_at_us(old_header)
+        with CassetteWriter(merged, settings=header.get("settings"), run=run, redactor=None) as writer:
+            for n, record in enumerate([*old, *new], start=1):
+                record["id"] = f"x{n}"  # ids name exchanges in messages: unique again after joining
+                writer.put(record)
+        os.replace(merged, cassette)
+        partial.unlink()
+        return len(new)
