@@ -73,7 +73,7 @@ def judge(parsed: ParsedExchange) -> str:
         return CONNECTION
     if "truncated" in parsed.findings or parsed.outcome == "truncated":
         return TRUNCATED
-    if "empty_choices" in parsed.findings:
+    if "empty_choices" in parsed.findings or "empty_output" in parsed.findings:
         return EMPTY
     return OK
 
