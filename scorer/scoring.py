@@ -32,6 +32,7 @@ def slim(p: ParsedExchange) -> Turn:
         id=p.id,
         turn=to_int(p.tags.get("turn")),
         attempt=to_int(p.tags.get("attempt"), 1),
+        endpoint=p.endpoint,
         content=p.content,
         reasoning=p.reasoning,
         calls=calls,
@@ -114,6 +115,7 @@ def base_result(exchanges: Sequence[Turn]) -> dict[str, Any]:
     last = ordered[-1] if ordered else None
     findings = sorted({f for t in ordered if t.id in finals for f in t.findings})
     return {
+        "endpoint": last.endpoint if last else None,
         "served_model": last.model if last else None,
         "system_fingerprint": last.system_fingerprint if last else None,
         "findings": findings,
