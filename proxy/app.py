@@ -24,7 +24,7 @@ from bench.fingerprint import fingerprint
 from proxy.errors import error_response, shutting_down, unauthorized
 from proxy.forward import TAG_PREFIX, forward, serve_recorded
 from proxy.recorder import Exchange
-from proxy.replay import describe_miss, match_key
+from proxy.replay import describe_miss
 from proxy.state import ProxyState
 
 # Request bodies are read whole (they are fingerprinted and recorded); chat requests with images can be large.
@@ -127,7 +127,7 @@ async def handle(state: ProxyState, request: web.BaseRequest) -> web.StreamRespo
         upstream_url=state.upstream_label,
     )
     if state.index is not None:
-        hit = state.index.take(match_key(fp, body), wrap=state.mode == "replay")
+        hit = state.index.take(state.index.key_for(request.method, path, query, body, fp), wrap=state.mode == "replay")
         if hit is None and state.mode == "replay":
             state.stats.misses += 1
             nearest = state.index.nearest(request.method, path, query, body)

@@ -15,6 +15,7 @@ from bench.cassette import CassetteWriter, Redactor, new_cassette_path
 from bench.errors import BenchError
 from bench.serving import listen
 from proxy.app import build_server
+from proxy.matching import MatchOptions
 from proxy.replay import ReplayIndex, parse_pace
 from proxy.state import MODES, ProxyState, ProxyStats
 
@@ -124,6 +125,7 @@ async def start_proxy(
     request_timeout: float | None = None,
     idle_timeout: float | None = None,
     redactor: Redactor | None = None,
+    match: MatchOptions | None = None,
 ) -> RunningProxy:
     if mode not in MODES:
         raise BenchError(f"bad mode {mode!r}; use one of {', '.join(MODES)}")
@@ -135,7 +137,7 @@ async def start_proxy(
 
     index: ReplayIndex | None = None
     if mode in ("replay", "auto"):
-        index = ReplayIndex.load(cassettes)
+        index = ReplayIndex.load(cassettes, match or MatchOptions())
         if mode == "replay" and not index:
             raise BenchError(f"no recorded exchanges in {cassettes} to replay; record first (--mode record or auto)")
 
@@ -182,6 +184,8 @@ async def start_proxy(
             "request_timeout": request_timeout,
             "idle_timeout": idle_timeout,
             "replay_sources": index.files if index is not None else 0,
+            # How replayed requests were matched to recordings (strict unless match options were given).
+            "match": index.match.describe() if index is not None else None,
         }
         try:
             state.writer = CassetteWriter(cassette_path, settings=settings, run=run, redactor=redactor)
