@@ -81,7 +81,7 @@ def run_report(args: argparse.Namespace) -> int:
     from scorer.report import aggregate, load, render_html, render_json, render_markdown, render_table
 
     fmt = args.format or (SUFFIX_FORMATS.get(args.out.suffix.lower(), "table") if args.out else "table")
-    prices = _load_prices(args.prices)
+    prices = _load_prices(getattr(args, "prices", None))
     scores = load.load(args.path, jobs=_check_jobs(args.jobs))
     report = aggregate.build(scores)
     if prices is not None:
@@ -103,7 +103,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from scorer.report import compare, compare_sections, load
 
     jobs = _check_jobs(args.jobs)
-    prices = _load_prices(args.prices)
+    prices = _load_prices(getattr(args, "prices", None))
     a, b = load.load(args.a, jobs=jobs), load.load(args.b, jobs=jobs)
     result = compare.compare(a, b)
     body = {**dataclasses.asdict(result), "significant_regression": result.significant_regression}
