@@ -8,6 +8,10 @@ an event with non-empty `choices`; TTFT is the first one, ITL the gaps between c
 
 PARSER_VERSION is part of the scorer's version: any change to what this module returns for the same bytes bumps it,
 so rescoring shows the flips it causes.
+
+The request's path says which API answered (bench.endpoints): Chat Completions and legacy Completions are parsed
+here, the Responses API in bench.parse_responses, Embeddings (no output tokens: status, usage, model and E2EL) and
+endpoints bench does not know as a plain body. Version 2: the endpoint is read from the path.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ import orjson
 
 from bench.chunks import Delta, FunctionDelta, decode_chunk, decode_chunks
 from bench.decoding import decoded_record_reads
+from bench.endpoints import CHAT, RESPONSES, endpoint_of
 from bench.sse import event_payloads
+from bench.usage import usage_tokens
 
-# 2: compressed bodies (Content-Encoding gzip, deflate, br) are parsed decoded.
+# 2: compressed bodies (Content-Encoding gzip, deflate, br) are parsed decoded; the Responses API, legacy
+# Completions and Embeddings are parsed by endpoint.
 PARSER_VERSION = 2
 
 # Text that a model meant as a tool call but wrote as prose (Hermes/ChatML tags, bare JSON calls).
@@ -80,11 +87,13 @@ class Timing:
 @dataclass
 class ParsedExchange:
     id: str = ""
+    endpoint: str = CHAT
     status: int | None = None
     outcome: str = "complete"
     streamed: bool = False
     content: str = ""
     reasoning: str = ""
+    refusal: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
@@ -96,6 +105,8 @@ class ParsedExchange:
     timing: Timing = field(default_factory=Timing)
     tags: dict[str, str] = field(default_factory=dict)
     request_body: bytes = b""
+    # Event types of the endpoint's stream that the parser does not know, and how often each came.
+    unknown_events: dict[str, int] = field(default_factory=dict)
 
     @cached_property
     def request_json(self) -> dict[str, Any] | None:
@@ -105,6 +116,9 @@ class ParsedExchange:
         except orjson.JSONDecodeError:
             return None
         return value if isinstance(value, dict) else None
+
+    def output_tokens_from_usage(self) -> int | None:
+        return usage_tokens(self.usage).output
 
     @property
     def ok(self) -> bool:
@@ -130,6 +144,7 @@ def parse_exchange(
     chunks = decoded.pieces
     parsed = ParsedExchange(
         id=str(record.get("id", "")),
+        endpoint=endpoint_of(request.get("path")),
         status=response.get("status"),
         outcome=str(record.get("outcome", "complete")),
         streamed=bool(response.get("streamed")),
@@ -147,18 +162,33 @@ def parse_exchange(
         parsed.findings.append("http_error")
     if decoded.error is not None:
         parsed.findings.append("undecodable_body")
-    if parsed.streamed:
-        _parse_stream(parsed, chunks, times, max_tokens, keep_events)
-    else:
-        _parse_body(parsed, chunks, times, max_tokens)
+    _dispatch(parsed, chunks, times, max_tokens, keep_events)
     return parsed
 
 
-def parse_stream(chunks: Sequence[bytes], times: Sequence[int], keep_events: bool = False) -> ParsedExchange:
+def parse_stream(
+    chunks: Sequence[bytes], times: Sequence[int], keep_events: bool = False, endpoint: str = CHAT
+) -> ParsedExchange:
     """Parse a live SSE stream (e.g. in a driver) with absolute read times."""
-    parsed = ParsedExchange(streamed=True, status=200)
-    _parse_stream(parsed, chunks, times, None, keep_events)
+    parsed = ParsedExchange(streamed=True, status=200, endpoint=endpoint)
+    _dispatch(parsed, chunks, times, None, keep_events)
     return parsed
+
+
+def _dispatch(
+    p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None, keep_events: bool
+) -> None:
+    if p.endpoint == RESPONSES:
+        from bench.parse_responses import parse_response_body, parse_response_stream
+
+        if p.streamed:
+            parse_response_stream(p, chunks, times, max_tokens, keep_events)
+        else:
+            parse_response_body(p, chunks, times, max_tokens)
+    elif p.streamed:
+        _parse_stream(p, chunks, times, max_tokens, keep_events)
+    else:
+        _parse_body(p, chunks, times, max_tokens)
 
 
 def _parse_stream(
@@ -180,7 +210,7 @@ def _parse_stream(
         kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
         event_times, datas = [stamps[i] for i in kept], [payloads[i] for i in kept]
     if keep_events:
-        p.events.extend((t, obj) for t, obj in zip(event_times, map(_load_json, datas), strict=True) if obj)
+        p.events.extend((t, obj) for t, obj in zip(event_times, map(load_json, datas), strict=True) if obj)
     decoded = decode_chunks(datas)
     content: list[str] = []
     reasoning: list[str] = []
@@ -199,7 +229,7 @@ def _parse_stream(
             bad_json = True
             continue
         if chunk.error:
-            _error_event(p, chunk.error)
+            error_event(p, chunk.error)
         if chunk.usage:
             p.usage = chunk.usage
         choices = chunk.choices
@@ -256,7 +286,7 @@ def _parse_stream(
     p.system_fingerprint = fingerprint
     p.content = "".join(content)
     p.reasoning = "".join(reasoning)
-    _finish_calls(p, calls)
+    finish_calls(p, calls)
     if budget_cut:
         # Generation stopped at the budget: the server would have ended the stream cleanly there.
         p.finish_reason, done = "length", True
@@ -270,7 +300,7 @@ def _parse_stream(
         p.findings.append("empty_choices")
     if p.usage is None and token_times:
         p.findings.append("no_usage")
-    _timing(p, token_times, counted)
+    set_timing(p, token_times, counted)
 
 
 def _apply_delta(delta: Delta, reasoning: list[str], calls: dict[int, ToolCall]) -> int:
@@ -320,13 +350,13 @@ def _add_function(call: ToolCall, fn: FunctionDelta) -> None:
         call.arguments += args if isinstance(args, str) else orjson.dumps(args).decode()
 
 
-def _error_event(p: ParsedExchange, err: Any) -> None:
+def error_event(p: ParsedExchange, err: Any) -> None:
     if "error_event" not in p.findings:
         p.findings.append("error_event")
     p.error = str(err.get("message", err) if isinstance(err, dict) else err)
 
 
-def _finish_calls(p: ParsedExchange, calls: dict[int, ToolCall]) -> None:
+def finish_calls(p: ParsedExchange, calls: dict[int, ToolCall]) -> None:
     p.tool_calls = [calls[i] for i in sorted(calls)]
     for call in p.tool_calls:
         call.finish()
@@ -336,11 +366,11 @@ def _finish_calls(p: ParsedExchange, calls: dict[int, ToolCall]) -> None:
         p.findings.append("text_tool_call")
 
 
-def _timing(p: ParsedExchange, token_times: list[int], counted: int) -> None:
+def set_timing(p: ParsedExchange, token_times: list[int], counted: int) -> None:
     timing = p.timing
     timing.n_events = len(token_times)
-    completion = (p.usage or {}).get("completion_tokens")
-    if isinstance(completion, int) and "budget_max_tokens" not in p.findings and "budget_deadline" not in p.findings:
+    completion = p.output_tokens_from_usage()
+    if completion is not None and "budget_max_tokens" not in p.findings and "budget_deadline" not in p.findings:
         timing.output_tokens, timing.tokens_source = completion, "usage"
     else:
         timing.output_tokens, timing.tokens_source = counted, "counted"
@@ -353,7 +383,7 @@ def _timing(p: ParsedExchange, token_times: list[int], counted: int) -> None:
         timing.tpot_us = (timing.e2el_us - timing.ttft_us) / (timing.output_tokens - 1)
 
 
-def _load_json(data: bytes) -> dict[str, Any] | None:
+def load_json(data: bytes) -> dict[str, Any] | None:
     """An event as a plain JSON object, for callers that keep the events."""
     try:
         value = orjson.loads(data)
@@ -420,13 +450,13 @@ def _parse_body(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int]
                     arguments=args if isinstance(args, str) else orjson.dumps(args).decode(),
                     type=tc.get("type") or "function",
                 )
-            _finish_calls(p, calls)
+            finish_calls(p, calls)
     elif "choices" in doc and p.status is not None and p.status < 400:
         p.findings.append("empty_choices")
-    completion = (p.usage or {}).get("completion_tokens")
-    if isinstance(completion, int):
+    completion = p.output_tokens_from_usage()
+    if completion is not None:
         p.timing.output_tokens, p.timing.tokens_source = completion, "usage"
-    if max_tokens is not None and isinstance(completion, int) and completion > max_tokens:
+    if max_tokens is not None and completion is not None and completion > max_tokens:
         # A non-streamed body has no per-token boundary: keep the proportional prefix of the text.
         keep = int(len(p.content) * max_tokens / completion)
         p.content = p.content[:keep]

@@ -28,6 +28,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--proxy", help="send through this running bench proxy instead of starting one")
     p.add_argument("--catalog", type=Path, help="catalog folder (default: the built-in catalog)")
     p.add_argument("--resume", metavar="RUN", help="record only what run RUN (in --out) is missing")
+    p.add_argument(
+        "--api",
+        choices=("chat", "responses"),
+        help="send the catalog to /v1/chat/completions (default) or to the Responses API, /v1/responses",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(handler=run_record)
 
@@ -64,6 +69,7 @@ def run_record(args: argparse.Namespace) -> int:
         "concurrency": args.concurrency,
         "out": args.out,
         "proxy": args.proxy,
+        "api": args.api,
     }
     values: dict[str, Any] = {}
     if args.resume:

@@ -44,7 +44,7 @@ from proxy.errors import (
 )
 from proxy.forward import TAG_PREFIX, forward, serve_recorded
 from proxy.recorder import Exchange
-from proxy.replay import describe_miss, match_key
+from proxy.replay import describe_miss
 from proxy.state import ProxyState, ProxyStats
 
 log = logging.getLogger("bench.proxy")
@@ -292,7 +292,8 @@ async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseReque
         upstream_url=state.upstream_label,
     )
     if state.index is not None:
-        hit = state.index.take(match_key(fp, body), wrap=state.mode == "replay" and state.repeat)
+        key = state.index.key_for(request.method, path, query, body, fp)
+        hit = state.index.take(key, wrap=state.mode == "replay" and state.repeat)
         if hit is None and state.mode == "replay":
             state.stats.misses += 1
             nearest = state.index.nearest(request.method, path, query, body)

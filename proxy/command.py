@@ -80,6 +80,25 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--secret-field", action="append", default=[], metavar="NAME", help="a JSON body field never to record"
     )
+    p.add_argument(
+        "--match-ignore",
+        action="append",
+        default=[],
+        metavar="JSONPATH",
+        help="replay/auto: ignore this JSON body field when matching (dotted, * for any: metadata, input.*.id)",
+    )
+    p.add_argument(
+        "--match-tool-call-ids",
+        action="store_true",
+        help="replay/auto: renumber tool-call ids in order of appearance before matching",
+    )
+    p.add_argument(
+        "--match-blank",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="replay/auto: remove matches of REGEX from message text before matching (e.g. timestamps)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -107,9 +126,11 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace, upstream_key: str | None, client_token: str | None) -> None:
     from bench.cassette import Redactor
     from proxy.app import ClientLimits
+    from proxy.matching import match_options
     from proxy.server import public_url, start_proxy
 
     redactor = Redactor.with_extra(headers=args.secret_header, json_fields=args.secret_field)
+    match = match_options(args.match_ignore, args.match_tool_call_ids, args.match_blank)
     proxy = await start_proxy(
         upstream=args.upstream,
         cassettes=args.cassettes,
@@ -127,6 +148,7 @@ async def _serve(args: argparse.Namespace, upstream_key: str | None, client_toke
             keepalive_timeout=args.keepalive_timeout or None,
             body_timeout=args.body_timeout or None,
         ),
+        match=match,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -21,7 +21,9 @@ from proxy.identity import body_identity, payload_identity
 # A stream that has not produced a token after this many events is not worth parsing further (CPU bound).
 MAX_WATCHED_EVENTS = 256
 
-_FINISH_RE = re.compile(rb'"finish_reason"\s*:\s*"')
+# A chat stream's non-null finish_reason, or a Responses API stream's terminal event: that API sends no [DONE], and
+# its last event carries the whole response, so its type can be far more than a few hundred bytes from the end.
+_FINISH_RE = re.compile(rb'"finish_reason"\s*:\s*"|"type"\s*:\s*"response\.(?:completed|incomplete|failed)"')
 _STREAM_DONE_MARKERS = (b"data: [DONE]", b"data:[DONE]", b"response.completed")
 
 
@@ -80,7 +82,8 @@ class TokenWatch:
 
 
 def stream_finished(chunks: list[bytes]) -> bool:
-    """Whether a stream ended properly: `data: [DONE]` at its end, or a non-null finish_reason somewhere."""
+    """Whether a stream ended properly: `data: [DONE]` at its end, a non-null finish_reason somewhere, or a
+    Responses API terminal event (`response.completed`, `.incomplete`, `.failed`)."""
     tail = b"".join(chunks[-4:])[-512:]
     if any(marker in tail for marker in _STREAM_DONE_MARKERS):
         return True

@@ -19,6 +19,9 @@ from bench.cassette import CassetteReader, find_cassettes
 from bench.cassette.format import CLIENT_DISCONNECTED
 from bench.errors import BenchError
 from bench.fingerprint import canonical_body, canonical_query
+from proxy.matching import MatchOptions
+
+STRICT = MatchOptions()
 
 MAX_LISTED_DIFFERENCES = 8
 
@@ -92,24 +95,31 @@ def whole_stream(response: dict[str, Any]) -> bool:
 
 
 class ReplayIndex:
-    def __init__(self, recorded: list[Recorded]) -> None:
+    def __init__(self, recorded: list[Recorded], match: MatchOptions = STRICT) -> None:
         self.all = sorted(recorded, key=lambda r: r.started)
+        self.match = match
         self.by_fp: dict[str, list[Recorded]] = defaultdict(list)
         for item in self.all:
             request = item.request
-            self.by_fp[match_key(request["fp"], request.get("body") or b"")].append(item)
+            body = request.get("body") or b""
+            key = match.key(request["method"], request["path"], request.get("query", ""), body, request["fp"])
+            self.by_fp[match_key(key, body)].append(item)
         self._next: dict[str, int] = {}
         self.files = len({r.cassette for r in recorded})
 
+    def key_for(self, method: str, path: str, query: str, body: bytes, fp: str) -> str:
+        """The key a live request is looked up by, normalised as the recordings were (the match options)."""
+        return match_key(self.match.key(method, path, query, body, fp), body)
+
     @classmethod
-    def load(cls, directory: Path) -> ReplayIndex:
+    def load(cls, directory: Path, match: MatchOptions = STRICT) -> ReplayIndex:
         if not directory.exists():
-            return cls([])
+            return cls([], match)
         items: list[Recorded] = []
         for path in find_cassettes([directory]):
             reader = CassetteReader(path)
             items.extend(Recorded(path.name, record) for record in reader if replayable(record))
-        return cls(items)
+        return cls(items, match)
 
     def __len__(self) -> int:
         return len(self.all)

@@ -15,6 +15,7 @@ from bench.cassette import CassetteWriter, Redactor, new_cassette_path
 from bench.errors import BenchError
 from bench.serving import listen
 from proxy.app import ClientLimits, build_server
+from proxy.matching import MatchOptions
 from proxy.replay import ReplayIndex, parse_pace
 from proxy.state import MODES, ProxyState, ProxyStats
 
@@ -142,6 +143,7 @@ async def start_proxy(
     replay_log: bool = True,
     repeat: bool = True,
     serve: bool = True,
+    match: MatchOptions | None = None,
 ) -> RunningProxy:
     """Start a proxy. `cassette` writes exactly that file instead of a new one in `cassettes` (which replay then
     reads, a folder or one file); `replay_log=False` writes nothing in replay mode; `repeat=False` answers a replayed
@@ -158,7 +160,7 @@ async def start_proxy(
 
     index: ReplayIndex | None = None
     if mode in ("replay", "auto"):
-        index = ReplayIndex.load(cassettes)
+        index = ReplayIndex.load(cassettes, match or MatchOptions())
         if mode == "replay" and not index:
             raise BenchError(f"no recorded exchanges in {cassettes} to replay; record first (--mode record or auto)")
 
@@ -210,6 +212,8 @@ async def start_proxy(
             "request_timeout": request_timeout,
             "idle_timeout": idle_timeout,
             "replay_sources": index.files if index is not None else 0,
+            # How replayed requests were matched to recordings (strict unless match options were given).
+            "match": index.match.describe() if index is not None else None,
         }
         try:
             state.writer = CassetteWriter(cassette_path, settings=settings, run=run, redactor=redactor)

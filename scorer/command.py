@@ -21,6 +21,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)")
     p.add_argument("--out", type=Path, help="scores file (default: scores.jsonl in the first folder given)")
     p.add_argument("--max-tokens", type=int, help="what-if: as if generation had stopped after N tokens")
+    p.add_argument(
+        "--rules",
+        type=Path,
+        metavar="FILE",
+        help="rules file: score untagged traffic with the evaluators (docs/rules.md)",
+    )
     p.add_argument("--deadline", type=float, metavar="SECONDS", help="what-if: as if the client gave up after S s")
     p.set_defaults(handler=run)
 
@@ -38,9 +44,15 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise BenchError(f"--jobs {args.jobs}: give at least 1")
     catalog = load_catalog(args.catalog)
+    rules: tuple[Any, ...] = ()
+    if args.rules is not None:
+        from scorer.rules import load_rules
+
+        rules = load_rules(args.rules)
     out: Path = args.out or default_base(args.paths) / "scores.jsonl"
     # Flips compare scores only: the previous file's per-exchange timings would double the memory for nothing.
     previous = read_scores(out, exchanges=False) if out.exists() else None
+    traffic: list[dict[str, Any]] = []
     meta, results = rescore(
         list(args.paths),
         catalog=catalog,
@@ -50,8 +62,10 @@ def run(args: argparse.Namespace) -> int:
         suites=args.suite,
         models=args.model,
         base=out.parent,
+        traffic=traffic,
+        rules=rules,
     )
-    write_scores(out, meta, results)
+    write_scores(out, meta, results, traffic)
     flips = find_flips(previous[0], previous[1], meta, results) if previous is not None else None
-    print_summary(Console(), meta, results, flips, str(out))
+    print_summary(Console(), meta, results, flips, str(out), traffic=len(traffic))
     return 0

@@ -41,6 +41,7 @@ class Turn:
     id: str
     turn: int
     attempt: int
+    endpoint: str = "chat.completions"
     content: str = ""
     reasoning: str = ""
     calls: tuple[Call, ...] = ()

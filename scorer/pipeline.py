@@ -8,6 +8,7 @@ the catalog is loaded. Results are sorted before they are returned, so the outpu
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import multiprocessing
@@ -25,13 +26,17 @@ import orjson
 
 from bench import __version__
 from bench.cassette import CassetteReader, find_cassettes
+from bench.endpoints import endpoint_of
 from bench.errors import BenchError, CassetteError
-from bench.parse import PARSER_VERSION, parse_exchange
+from bench.parse import PARSER_VERSION, ParsedExchange, parse_exchange
 from bench.testspec import Catalog, TestSpec
 from scorer import sandbox
 from scorer.context import Turn
+from scorer.recognise import Recogniser
 from scorer.registry import evaluator_versions
+from scorer.rules import Rule, as_chat, rule_spec
 from scorer.scoring import base_result, request_settings, score_conversation, slim, to_int
+from scorer.traffic import traffic_entry, traffic_key
 
 # Bumped when grouping, failure typing or the weighting of checks changes what the same inputs score.
 SCORING_VERSION = 1
@@ -53,6 +58,7 @@ class Options:
     models: tuple[str, ...] = ()
     max_tokens: int | None = None
     deadline_us: int | None = None
+    rules: tuple[Rule, ...] = ()
 
 
 @dataclass
@@ -60,6 +66,20 @@ class Group:
     turns: list[Turn] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     first: tuple[int, int] | None = None
+    # Set for untagged exchanges claimed by a rule or recognised as a catalog test: the test to score them with, and
+    # the hash they count as recorded with (their request is the test's, so they are not stale).
+    spec: TestSpec | None = None
+    recorded: str | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An untagged exchange claimed for scoring: by a rule, or as a repeat of a catalog test's request."""
+
+    key: Key
+    spec: TestSpec
+    turn: int
+    attempt: int
 
 
 @dataclass
@@ -69,6 +89,7 @@ class UnitOutput:
     warnings: list[str]
     unknown: Counter[str]
     stale: Counter[str]
+    traffic: list[dict[str, Any]] = field(default_factory=list)
 
 
 # Set in the parent before the pool forks, so that workers share the loaded catalog instead of pickling it.
@@ -86,8 +107,11 @@ def rescore(
     suites: Sequence[str] = (),
     models: Sequence[str] = (),
     base: Path | None = None,
+    traffic: list[dict[str, Any]] | None = None,
+    rules: Sequence[Rule] = (),
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Score every cassette under `paths`; returns the scores file's meta line and its sorted result lines."""
+    """Score every cassette under `paths`; returns the scores file's meta line and its sorted result lines.
+    `traffic`, when given, receives one traffic line per exchange, tagged or not (scorer.traffic), sorted."""
     global _catalog, _options
     if catalog is None:
         from bench.testspec import load_catalog
@@ -104,6 +128,7 @@ def rescore(
         models=tuple(models),
         max_tokens=max_tokens,
         deadline_us=None if deadline_s is None else int(deadline_s * 1e6),
+        rules=tuple(rules),
     )
     units = plan_units(files, max(1, jobs))
     _catalog, _options = catalog, options
@@ -119,6 +144,8 @@ def rescore(
                 outputs = list(pool.map(score_unit, units))
     finally:
         _catalog, _options = None, None
+    if traffic is not None:
+        traffic.extend(sorted((t for o in outputs for t in o.traffic), key=traffic_key))
     return assemble(catalog, options, outputs, files)
 
 
@@ -163,13 +190,47 @@ def _recorded_hashes(header: Mapping[str, Any]) -> dict[str, str] | None:
     return None
 
 
-def _body_model(record: Mapping[str, Any]) -> str:
+def _body(record: Mapping[str, Any]) -> dict[str, Any] | None:
     body = (record.get("request") or {}).get("body") or b""
     try:
         doc = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return ""
-    return str(doc.get("model") or "") if isinstance(doc, dict) else ""
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _body_model(record: Mapping[str, Any]) -> str:
+    doc = _body(record)
+    return str(doc.get("model") or "") if doc is not None else ""
+
+
+class Claimer:
+    """Claims untagged exchanges for scoring, in cassette order (epochs are counted as exchanges come)."""
+
+    def __init__(self, catalog: Catalog, rules: tuple[Rule, ...], run: str) -> None:
+        self.recogniser = Recogniser.of(catalog)
+        self.rules = rules
+        self.run = run
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def claims(self, record: Mapping[str, Any], model: str, tagged: bool) -> list[Claim]:
+        doc = _body(record)
+        if doc is None:
+            return []
+        endpoint = endpoint_of((record.get("request") or {}).get("path"))
+        chat = as_chat(doc, endpoint)
+        out: list[Claim] = []
+        if not tagged:
+            found = self.recogniser.claim(chat, model, record)
+            if found is not None:
+                key: Key = (self.run, model, found.test.id, found.epoch)
+                out.append(Claim(key, found.test, found.turn, found.attempt))
+        for rule in self.rules:
+            if rule.matches(endpoint, model, doc, tagged):
+                epoch = self.counts[(model, rule.id)]
+                self.counts[(model, rule.id)] += 1
+                out.append(Claim((self.run, model, rule.id, epoch), rule_spec(rule, chat), 0, 1))
+        return out
 
 
 def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
@@ -188,7 +249,8 @@ def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
     header_run = _run_id(header)
     hashes = _recorded_hashes(header)
     groups: dict[Key, Group] = {}
-    untagged = exchanges = 0
+    untagged = exchanges = claimed = 0
+    claimer = Claimer(catalog, opts.rules, str(header_run or ""))
     # Parsing allocates ~1k short-lived acyclic objects per exchange; the cyclic GC rescanning them costs ~10%.
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -197,12 +259,34 @@ def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
             exchanges += 1
             tags = record.get("tags") or {}
             test_id = tags.get("test")
-            if not test_id:
-                untagged += 1
-                continue
-            model = tags.get("model") or _body_model(record)
+            model = str(tags.get("model") or _body_model(record))
             if opts.models and model not in opts.models:
                 continue
+            if not test_id or opts.rules:
+                # Every exchange is some client's request: reported as traffic, and scored when a rule selects it
+                # or it repeats a catalog test's request. Claims are counted in every shard (they number epochs).
+                claims = claimer.claims(record, model, tagged=bool(test_id))
+                claims = [c for c in claims if not opts.suites or c.spec.suite in opts.suites]
+                claimed += bool(claims) and not test_id
+                mine = [c for c in claims if shards == 1 or zlib.crc32(repr(c.key).encode()) % shards == shard]
+                if not test_id:
+                    untagged += 1
+                    reports = shards == 1 or zlib.crc32(str(record.get("id")).encode()) % shards == shard
+                    if not mine and not reports:
+                        continue
+                    try:
+                        parsed = parse_exchange(record, max_tokens=opts.max_tokens, deadline_us=opts.deadline_us)
+                    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                        out.warnings.append(f"{path}: exchange {record.get('id')!r} is malformed ({exc}); skipped it")
+                        continue
+                    if reports:
+                        out.traffic.append(traffic_entry(record, parsed, rel, model))
+                    _add_claims(groups, mine, parsed)
+                    continue
+                if mine:
+                    # A malformed exchange is reported below, where the tagged exchange is parsed again.
+                    with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):
+                        _add_claims(groups, mine, parse_exchange(record))
             test = catalog.tests.get(test_id)
             if opts.suites and (test is None or test.suite not in opts.suites):
                 continue
@@ -215,6 +299,7 @@ def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
                 if shard == 0 or shards == 1:
                     out.warnings.append(f"{path}: exchange {record.get('id')!r} is malformed ({exc}); skipped it")
                 continue
+            out.traffic.append(traffic_entry(record, parsed, rel, model))
             turn = slim(parsed)
             group = groups.setdefault(key, Group())
             group.turns.append(turn)
@@ -234,7 +319,10 @@ def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
         if hashes is None:
             out.warnings.append(f"{path}: no per-test hashes recorded (header run.tests); staleness not checked")
         if untagged:
-            out.warnings.append(f"{path}: {untagged} exchange(s) without an X-Bench-Test tag were not scored")
+            out.warnings.append(
+                f"{path}: {untagged} exchange(s) without an X-Bench-Test tag: reported as traffic; "
+                f"{claimed} scored (recognised as catalog tests or selected by a rule), the others not scored"
+            )
         out.cassette = {
             "path": rel,
             "run": header_run,
@@ -247,8 +335,8 @@ def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
         # Popped as they are scored: a group's turns (answers, arguments) are freed as its result is made, so the
         # peak is not every turn plus every result.
         key, group = groups.popitem()
-        test = catalog.tests.get(key[2])
-        recorded = hashes.get(key[2]) if hashes is not None else None
+        test = group.spec or catalog.tests.get(key[2])
+        recorded = group.recorded if group.spec is not None else hashes.get(key[2]) if hashes is not None else None
         result = build_result(key, group, test, recorded, rel)
         if result["status"] == "unknown":
             out.unknown[key[2]] += 1
@@ -256,6 +344,19 @@ def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
             out.stale[key[2]] += 1
         out.results.append(result)
     return out
+
+
+def _add_claims(groups: dict[Key, Group], claims: list[Claim], parsed: ParsedExchange) -> None:
+    for claim in claims:
+        parsed.tags = {**parsed.tags, "turn": str(claim.turn), "attempt": str(claim.attempt)}
+        turn = slim(parsed)
+        group = groups.get(claim.key)
+        if group is None:
+            group = groups[claim.key] = Group(spec=claim.spec, recorded=claim.spec.hash)
+        group.turns.append(turn)
+        order = (turn.turn, turn.attempt)
+        if group.first is None or order < group.first:
+            group.first, group.settings = order, request_settings(parsed)
 
 
 def build_result(key: Key, group: Group, test: TestSpec | None, recorded: str | None, rel: str) -> dict[str, Any]:

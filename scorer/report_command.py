@@ -33,6 +33,7 @@ def register(subparsers: Any) -> None:
         "--format", choices=REPORT_FORMATS, help="output format (default: from --out's suffix, else table)"
     )
     report.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    _prices(report)
     _jobs(report)
     report.set_defaults(handler=run_report)
 
@@ -48,6 +49,7 @@ def register(subparsers: Any) -> None:
     compare.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when B has a statistically significant regression"
     )
+    _prices(compare)
     _jobs(compare)
     compare.set_defaults(handler=run_compare)
 
@@ -63,6 +65,12 @@ def register(subparsers: Any) -> None:
     health.set_defaults(handler=run_health)
 
 
+def _prices(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prices", type=Path, metavar="FILE", help="price table (YAML, per million tokens) for cost; docs/report.md"
+    )
+
+
 def _jobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", "-j", type=int, default=1, metavar="N", help="processes when rescoring cassettes in memory"
@@ -73,7 +81,13 @@ def run_report(args: argparse.Namespace) -> int:
     from scorer.report import aggregate, load, render_html, render_json, render_markdown, render_table
 
     fmt = args.format or (SUFFIX_FORMATS.get(args.out.suffix.lower(), "table") if args.out else "table")
-    report = aggregate.build(load.load(args.path, jobs=_check_jobs(args.jobs)))
+    prices = _load_prices(getattr(args, "prices", None))
+    scores = load.load(args.path, jobs=_check_jobs(args.jobs))
+    report = aggregate.build(scores)
+    if prices is not None:
+        from scorer.report.cost import cost
+
+        report.cost = cost(scores.traffic, prices)
     if fmt == "table":
         _emit_rich(args.out, lambda console: render_table.render(report, console))
     elif fmt == "markdown":
@@ -89,9 +103,19 @@ def run_compare(args: argparse.Namespace) -> int:
     from scorer.report import compare, compare_sections, load
 
     jobs = _check_jobs(args.jobs)
-    result = compare.compare(load.load(args.a, jobs=jobs), load.load(args.b, jobs=jobs))
+    prices = _load_prices(getattr(args, "prices", None))
+    a, b = load.load(args.a, jobs=jobs), load.load(args.b, jobs=jobs)
+    result = compare.compare(a, b)
     body = {**dataclasses.asdict(result), "significant_regression": result.significant_regression}
-    _render(args.format, args.out, result.warnings, compare_sections.sections(result), body)
+    sections = compare_sections.sections(result)
+    if prices is not None:
+        from scorer.report.cost import cost, cost_delta
+        from scorer.report.cost_sections import cost_delta_section
+
+        delta = cost_delta(cost(a.traffic, prices), cost(b.traffic, prices))
+        body["cost"] = {"currency": prices.currency, "models": [dataclasses.asdict(d) for d in delta]}
+        sections.append(cost_delta_section(delta, prices.currency))
+    _render(args.format, args.out, result.warnings, sections, body)
     if args.fail_on_regression:
         verdict = "significant regression: exit 1" if result.significant_regression else "no significant regression"
         print(f"bench compare: {verdict} ({compare.RULE})", file=sys.stderr)
@@ -111,6 +135,14 @@ def run_health(args: argparse.Namespace) -> int:
     }
     _render(args.format, args.out, [], health_sections.sections(result), body)
     return 0
+
+
+def _load_prices(path: Path | None) -> Any:
+    if path is None:
+        return None
+    from scorer.report.cost import load_prices
+
+    return load_prices(path)
 
 
 def _check_jobs(jobs: int) -> int:

@@ -27,7 +27,12 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} to a scores file")
 
 
-def write_scores(path: Path, meta: Mapping[str, Any], results: Iterable[Mapping[str, Any]]) -> None:
+def write_scores(
+    path: Path,
+    meta: Mapping[str, Any],
+    results: Iterable[Mapping[str, Any]],
+    traffic: Iterable[Mapping[str, Any]] = (),
+) -> None:
     """Write atomically (temporary file, then rename) so a reader never sees half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -37,15 +42,20 @@ def write_scores(path: Path, meta: Mapping[str, Any], results: Iterable[Mapping[
             fh.write(dumps(meta))
             for result in results:
                 fh.write(dumps(result))
+            for entry in traffic:
+                fh.write(dumps(entry))
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise BenchError(f"cannot write scores file {path}: {exc.strerror}; choose another --out") from None
 
 
-def read_scores(path: Path, *, exchanges: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_scores(
+    path: Path, *, exchanges: bool = True, traffic: list[dict[str, Any]] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The meta line and the result lines, read a line at a time. `exchanges=False` drops each result's per-exchange
-    details (timings, ITLs: most of a file) as it is read, for callers that compare scores only."""
+    details (timings, ITLs: most of a file) as it is read, for callers that compare scores only. `traffic`, when
+    given, receives the traffic lines (one per exchange); otherwise they are skipped."""
     path = Path(path)
     try:
         with open(path, "rb") as fh:
@@ -66,6 +76,8 @@ def read_scores(path: Path, *, exchanges: bool = True) -> tuple[dict[str, Any], 
                     if not exchanges:
                         result.pop("exchanges", None)
                     results.append(result)
+                elif traffic is not None and isinstance(result, dict) and result.get("kind") == "traffic":
+                    traffic.append(result)
     except OSError as exc:
         raise BenchError(f"cannot read scores file {path}: {exc.strerror}; run `bench rescore` first") from None
     return meta, results

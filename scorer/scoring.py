@@ -32,6 +32,7 @@ def slim(p: ParsedExchange) -> Turn:
         id=p.id,
         turn=to_int(p.tags.get("turn")),
         attempt=to_int(p.tags.get("attempt"), 1),
+        endpoint=p.endpoint,
         content=p.content,
         reasoning=p.reasoning,
         calls=calls,
@@ -48,15 +49,18 @@ def slim(p: ParsedExchange) -> Turn:
 
 
 def _compact(timing: dict[str, Any]) -> dict[str, Any]:
+    timing["itl_us"] = compact_itl(timing["itl_us"])
+    return timing
+
+
+def compact_itl(gaps: list[int]) -> array[int]:
     # Every result is held until the end (the scores file is sorted): a list of Python ints costs 36 B per event,
     # 11 KB for a 300-token stream, an int32 array 4 B (gaps up to 35 minutes; longer ones take int64).
     # scores_io writes it back as the same JSON list.
-    gaps = timing["itl_us"]
     try:
-        timing["itl_us"] = array("i", gaps)
+        return array("i", gaps)
     except OverflowError:
-        timing["itl_us"] = array("q", gaps)
-    return timing
+        return array("q", gaps)
 
 
 def request_settings(p: ParsedExchange) -> dict[str, Any]:
@@ -114,6 +118,7 @@ def base_result(exchanges: Sequence[Turn]) -> dict[str, Any]:
     last = ordered[-1] if ordered else None
     findings = sorted({f for t in ordered if t.id in finals for f in t.findings})
     return {
+        "endpoint": last.endpoint if last else None,
         "served_model": last.model if last else None,
         "system_fingerprint": last.system_fingerprint if last else None,
         "findings": findings,

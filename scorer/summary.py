@@ -30,6 +30,7 @@ def print_summary(
     results: Sequence[Mapping[str, Any]],
     flips: Sequence[Flip] | None,
     out: str,
+    traffic: int = 0,
 ) -> None:
     for warning in meta.get("warnings") or []:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
@@ -81,4 +82,9 @@ def print_summary(
                 new = f"{f.new_status} {_fmt_score(f.new_score)}"
                 fl.add_row(f.test, f.model, str(f.epoch), old, new, f.cause)
             console.print(fl)
+    if traffic:
+        console.print(
+            f"{traffic} exchange(s) parsed as traffic (every endpoint, tagged or not): `bench report` shows them",
+            highlight=False,
+        )
     console.print(f"scores written to {out}", highlight=False)

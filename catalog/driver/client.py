@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.endpoints import CHAT, RESPONSES
 from bench.parse import ParsedExchange, parse_exchange, parse_stream
 
 # Outcomes of an attempt, in the driver's own words (the proxy records its own view in the cassette).
@@ -73,7 +74,7 @@ def judge(parsed: ParsedExchange) -> str:
         return CONNECTION
     if "truncated" in parsed.findings or parsed.outcome == "truncated":
         return TRUNCATED
-    if "empty_choices" in parsed.findings:
+    if "empty_choices" in parsed.findings or "empty_output" in parsed.findings:
         return EMPTY
     return OK
 
@@ -86,6 +87,7 @@ async def post_chat(
     *,
     timeout: float,
     idle_timeout: float | None,
+    endpoint: str = CHAT,
 ) -> AttemptResult:
     t0 = time.monotonic_ns()
     chunks: list[bytes] = []
@@ -121,11 +123,13 @@ async def post_chat(
         return AttemptResult(CONNECTION, status, error=f"{type(exc).__name__}: {exc}")
     assert status is not None  # set before any body was read
     if streamed and status < 400:
-        parsed = parse_stream(chunks, times)
+        parsed = parse_stream(chunks, times, endpoint=endpoint)
         parsed.status = status
     else:
+        path = "/v1/responses" if endpoint == RESPONSES else "/v1/chat/completions"
         record: dict[str, Any] = {
-            "response": {"status": status, "chunks": chunks, "chunk_us": _deltas(times), "streamed": streamed}
+            "request": {"path": path},
+            "response": {"status": status, "chunks": chunks, "chunk_us": _deltas(times), "streamed": streamed},
         }
         parsed = parse_exchange(record)
     kind = judge(parsed)

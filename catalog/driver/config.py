@@ -20,6 +20,9 @@ from bench.nesting import TooDeep, load_yaml
 
 API_KEY_ENV = "BENCH_API_KEY"
 
+# The endpoint a test is sent to: Chat Completions, or the Responses API (the same request, translated).
+APIS = ("chat", "responses")
+
 _POSITIVE_NUMBER = {"type": "number", "exclusiveMinimum": 0}
 _MODEL_MAP_INT = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}}
 _MODEL_MAP_NUM = {"type": "object", "additionalProperties": _POSITIVE_NUMBER}
@@ -48,6 +51,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "seed": {"type": ["integer", "null"]},
         "max_tokens_default": {"type": ["integer", "null"], "minimum": 1},
         "stream": {"type": "boolean"},
+        "api": {"enum": list(APIS)},
+        "test_api": {"type": "object", "additionalProperties": {"enum": list(APIS)}},
         "out": {"type": "string", "minLength": 1},
         "proxy": {"type": ["string", "null"], "pattern": "^https?://"},
         "progress_every": {"type": "integer", "minimum": 1},
@@ -77,9 +82,14 @@ class RecordConfig:
     seed: int | None = None
     max_tokens_default: int | None = 1024
     stream: bool = True
+    api: str = "chat"
+    test_api: dict[str, str] = field(default_factory=dict)  # test id -> api, over `api`
     out: str = "cassettes"
     proxy: str | None = None
     progress_every: int = 25
+
+    def api_for(self, test_id: str) -> str:
+        return self.test_api.get(test_id, self.api)
 
     def timeout_for(self, model: str) -> float:
         return self.model_timeouts.get(model, self.request_timeout)

@@ -16,12 +16,15 @@ from typing import Any
 import aiohttp
 import orjson
 
+from bench.endpoints import CHAT, RESPONSES
 from bench.parse import ParsedExchange, ToolCall
+from bench.responses_request import responses_from_chat
 from bench.testspec import TestSpec
 from catalog.driver.client import OK, AttemptResult, post_chat
 from catalog.driver.config import RecordConfig
 from catalog.driver.retry import backoff_delay, retryable
 
+ENDPOINT_PATHS = {"chat": "chat/completions", "responses": "responses"}
 NO_RUNNER = "error: this test gives no way to run tools; answer from what you know"
 
 
@@ -51,7 +54,7 @@ class Sender:
     """What every request of a run shares: where to send, the run's tags, the config."""
 
     session: aiohttp.ClientSession
-    url: str
+    url: str  # the API base, `.../v1`
     run_id: str
     cfg: RecordConfig
     auth: str | None = field(default=None, repr=False)
@@ -102,17 +105,21 @@ async def send_with_retries(
 ) -> tuple[AttemptResult, int]:
     """The final attempt's result and the number of attempts made."""
     cfg = sender.cfg
-    body = orjson.dumps(request_body(job, messages, cfg))
+    api = cfg.api_for(job.test.id)
+    chat = request_body(job, messages, cfg)
+    body = orjson.dumps(responses_from_chat(chat) if api == "responses" else chat)
+    url = f"{sender.url}/{ENDPOINT_PATHS[api]}"
     attempt = 0
     while True:
         attempt += 1
         result = await post_chat(
             sender.session,
-            sender.url,
+            url,
             body,
             sender.headers(job, turn, attempt),
             timeout=cfg.timeout_for(job.model),
             idle_timeout=cfg.idle_timeout if cfg.stream else None,
+            endpoint=RESPONSES if api == "responses" else CHAT,
         )
         if sender.on_attempt is not None:
             sender.on_attempt(result)

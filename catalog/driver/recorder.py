@@ -158,10 +158,10 @@ async def record(
             idle_timeout=cfg.idle_timeout if cfg.stream else None,
         )
         summary.cassette = proxy.cassette_path
-        url = f"{proxy.url}/v1/chat/completions"
+        url = f"{proxy.url}/v1"
         auth = None  # the in-process proxy adds the upstream key itself
     else:
-        url = f"{api_base(cfg.proxy)}/v1/chat/completions"
+        url = f"{api_base(cfg.proxy)}/v1"
         auth = cfg.api_key
 
     reporter = reporter or Quiet()

@@ -7,7 +7,7 @@ profile is the oracle with one kind of mistake, named after the scorer failure t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -53,15 +53,33 @@ def oracle(req: SimRequest) -> Reply:
 
 
 def generic(req: SimRequest) -> Reply:
-    """For requests outside the catalog (`bench doctor`, ad hoc clients): call the first tool once, else talk."""
+    """For requests outside the catalog (`bench doctor`, ad hoc clients, agents): call each offered tool once, in
+    order, then answer with what the tools returned; without tools, talk."""
     last = req.messages[-1] if req.messages else {}
     choice = req.body.get("tool_choice")
-    if req.tools and choice != "none" and last.get("role") == "user":
-        name = req.tool_names[0]
-        return Reply(tool_calls=(SimCall(name, dumps(example_arguments(req.tools[0]))),))
+    since_user = _since_last_user(req.messages)
+    if req.tools and choice != "none" and last.get("role") in ("user", "tool"):
+        called = {
+            (call.get("function") or {}).get("name")
+            for m in since_user
+            if m.get("role") == "assistant"
+            for call in m.get("tool_calls") or ()
+            if isinstance(call, Mapping)
+        }
+        for tool, name in zip(req.tools, req.tool_names, strict=False):
+            if name not in called:
+                return Reply(tool_calls=(SimCall(name, dumps(example_arguments(tool))),))
     if last.get("role") == "tool":
-        return Reply(content="Done: the tool returned its result.")
+        results = [str(m.get("content") or "")[:200] for m in since_user if m.get("role") == "tool"]
+        return Reply(content="Done: " + "; ".join(results))
     return Reply(content="Hello from the bench simulator. This answer is simulated; no model ran.")
+
+
+def _since_last_user(messages: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user":
+            return messages[i + 1 :]
+    return messages
 
 
 def example_arguments(tool: Mapping[str, Any]) -> dict[str, Any]:

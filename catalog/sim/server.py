@@ -14,12 +14,20 @@ import orjson
 from aiohttp import web
 
 from bench.errors import BenchError
+from bench.responses_request import chat_from_responses
 from bench.serving import listen
 from bench.testspec import Catalog
 from catalog.sim.behaviours import BEHAVIOURS
 from catalog.sim.faults import Fault, FaultPlan, request_key, split_model
 from catalog.sim.index import CatalogIndex
-from catalog.sim.reply import SimRequest
+from catalog.sim.legacy import (
+    embedding_inputs,
+    encode_completion_body,
+    encode_completion_stream,
+    encode_embeddings,
+)
+from catalog.sim.reply import Reply, SimRequest
+from catalog.sim.responses import encode_response_body, encode_response_stream
 from catalog.sim.stream import (
     Meta,
     count_prompt_tokens,
@@ -28,6 +36,10 @@ from catalog.sim.stream import (
     error_body,
     limit_reply,
 )
+
+CHAT_API = "chat"
+RESPONSES_API = "responses"
+COMPLETIONS_API = "completions"
 
 # A stall without a duration lasts until the client gives up.
 FOREVER = 3600.0
@@ -77,6 +89,9 @@ class Simulator:
         app = web.Application(client_max_size=64 << 20)
         app.router.add_get("/v1/models", self.models)
         app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/responses", self.responses)
+        app.router.add_post("/v1/completions", self.completions)
+        app.router.add_post("/v1/embeddings", self.embeddings)
         app.router.add_get("/health", self.health)
         return app
 
@@ -93,6 +108,15 @@ class Simulator:
         return web.Response(body=orjson.dumps({"object": "list", "data": data}), content_type="application/json")
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, CHAT_API)
+
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, RESPONSES_API)
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, COMPLETIONS_API)
+
+    async def _read(self, request: web.Request) -> dict[str, Any] | web.Response:
         if not self._authorised(request):
             return _json_error(401, "Incorrect API key provided (bench sim)")
         try:
@@ -101,9 +125,9 @@ class Simulator:
             return _json_error(400, "request body is not JSON")
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
             return _json_error(400, "request needs a JSON object with a 'model' string")
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-            return _json_error(400, "'messages' must be a list of message objects")
+        return body
+
+    def _fault(self, request: web.Request, body: dict[str, Any]) -> tuple[str, Fault | None] | web.Response:
         model = body["model"]
         try:
             base, faults = split_model(model)
@@ -113,12 +137,60 @@ class Simulator:
         if base not in BEHAVIOURS:
             msg = f"The model '{model}' does not exist (bench sim models: {', '.join(sorted(BEHAVIOURS))})"
             return _json_error(404, msg)
+        return base, fault
+
+    async def _generate(self, request: web.Request, api: str) -> web.StreamResponse:
+        body = await self._read(request)
+        if isinstance(body, web.Response):
+            return body
+        if api == RESPONSES_API:
+            if not isinstance(body.get("input"), str | list):
+                return _json_error(400, "'input' must be a string or a list of input items")
+            chat_body = chat_from_responses(body)
+        elif api == COMPLETIONS_API:
+            prompt = body.get("prompt")
+            if not isinstance(prompt, str):
+                return _json_error(400, "'prompt' must be a string (bench sim)")
+            chat_body = {**body, "messages": [{"role": "user", "content": prompt}]}
+        else:
+            chat_body = body
+        messages = chat_body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            return _json_error(400, "'messages' must be a list of message objects")
+        chosen = self._fault(request, body)
+        if isinstance(chosen, web.Response):
+            return chosen
+        base, fault = chosen
+        model = body["model"]
         self.stats.enter(model)
         self.stats.log.append((time.monotonic(), model, request_key(model, body), fault.kind if fault else None))
         if fault is not None:
             self.stats.faults[fault.kind] += 1
         try:
-            return await self._answer(request, body, model, base, messages, fault)
+            return await self._answer(request, chat_body, model, base, messages, fault, api)
+        finally:
+            self.stats.leave(model)
+
+    async def embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await self._read(request)
+        if isinstance(body, web.Response):
+            return body
+        texts = embedding_inputs(body)
+        if texts is None:
+            return _json_error(400, "'input' must be a string, a list of strings or token lists")
+        chosen = self._fault(request, body)
+        if isinstance(chosen, web.Response):
+            return chosen
+        _base, fault = chosen
+        model = body["model"]
+        self.stats.enter(model)
+        try:
+            await asyncio.sleep(self.ttft)
+            if fault is not None and fault.status is not None:
+                self.stats.faults[fault.kind] += 1
+                headers = {"Retry-After": str(int(fault.param if fault.param is not None else 1))}
+                return _json_error(fault.status, f"simulated {fault.kind} (bench sim fault)", headers)
+            return web.Response(body=encode_embeddings(texts, model), content_type="application/json")
         finally:
             self.stats.leave(model)
 
@@ -130,6 +202,7 @@ class Simulator:
         base: str,
         messages: list[dict[str, Any]],
         fault: Fault | None,
+        api: str = CHAT_API,
     ) -> web.StreamResponse:
         if fault is not None and fault.status is not None:
             await asyncio.sleep(self.ttft)
@@ -141,12 +214,19 @@ class Simulator:
         reply = BEHAVIOURS[base](req)
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
         reply, completion_tokens = limit_reply(reply, max_tokens if isinstance(max_tokens, int) else None)
-        meta = Meta(id=f"chatcmpl-sim{next(self._ids):08d}", created=int(time.time()), model=model)
+        prefix = {CHAT_API: "chatcmpl", RESPONSES_API: "resp", COMPLETIONS_API: "cmpl"}[api]
+        meta = Meta(id=f"{prefix}-sim{next(self._ids):08d}", created=int(time.time()), model=model)
         prompt_tokens = count_prompt_tokens(body)
+        empty = fault is not None and fault.kind == "empty"
         if not body.get("stream"):
             await asyncio.sleep(self.ttft + (completion_tokens / self.tps if self.tps else 0.0))
-            data = encode_body(reply, meta, prompt_tokens, completion_tokens)
-            if fault is not None and fault.kind == "empty":
+            if api == RESPONSES_API:
+                data = encode_response_body(Reply() if empty else reply, meta, prompt_tokens, completion_tokens)
+            elif api == COMPLETIONS_API:
+                data = encode_completion_body(reply, meta, prompt_tokens, completion_tokens)
+            else:
+                data = encode_body(reply, meta, prompt_tokens, completion_tokens)
+            if empty and api != RESPONSES_API:
                 doc = orjson.loads(data)
                 doc["choices"] = []
                 data = orjson.dumps(doc)
@@ -156,13 +236,18 @@ class Simulator:
                 return await self._cut_body(request, data)
             return web.Response(body=data, content_type="application/json")
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        enc = encode_stream(reply, meta, prompt_tokens, completion_tokens, include_usage)
+        if api == RESPONSES_API:
+            enc = encode_response_stream(Reply() if empty else reply, meta, prompt_tokens, completion_tokens)
+        elif api == COMPLETIONS_API:
+            enc = encode_completion_stream(reply, meta, prompt_tokens, completion_tokens, include_usage)
+        else:
+            enc = encode_stream(reply, meta, prompt_tokens, completion_tokens, include_usage)
         frames, tail = enc.frames, enc.tail
         stall_at: int | None = None
         if fault is not None:
             if fault.kind == "truncate":
                 frames, tail = frames[: max(2, len(frames) // 2)], []
-            elif fault.kind == "empty":
+            elif fault.kind == "empty" and api != RESPONSES_API:
                 frames = []
             elif fault.kind == "stall":
                 stall_at = max(1, len(frames) // 2)

@@ -12,9 +12,11 @@ from typing import Any
 
 import orjson
 
+from scorer.report.cost import Cost
 from scorer.report.load import Scores, paused_gc
 from scorer.report.stats import pass_at_k, pass_hat_k, wilson
 from scorer.report.timing import Timing, timing
+from scorer.report.traffic import Traffic, traffic
 
 STATUSES = ("scored", "errored", "skipped", "stale", "unknown")
 SCOPES = ("overall", "suite", "category")
@@ -110,6 +112,8 @@ class Report:
     settings: list[ModelSettings]
     timing: dict[str, Timing]
     warnings: list[str] = field(default_factory=list)
+    traffic: Traffic = field(default_factory=Traffic)
+    cost: Cost | None = None  # with a price table (bench report --prices)
 
 
 def build(scores: Scores) -> Report:
@@ -135,8 +139,15 @@ def _build(scores: Scores) -> Report:
         reliability=[scans[m].reliability for m in models],
         settings=[scans[m].settings for m in models],
         timing={m: timing(by_model[m]) for m in models},
+        traffic=traffic(scores.traffic),
     )
     report.warnings = warnings(report, {m: scans[m].fingerprints for m in models})
+    changes = report.traffic.fingerprint_changes
+    if changes:
+        report.warnings.append(
+            f"the system fingerprint changed {len(changes)} time(s) between requests of one model in the traffic "
+            "(see System fingerprint changes)"
+        )
     return report
 
 

@@ -6,7 +6,7 @@ import gc
 import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ class Scores:
     base: Path
     meta: dict[str, Any]
     results: list[dict[str, Any]]
+    traffic: list[dict[str, Any]] = field(default_factory=list)  # one line per exchange (scorer.traffic)
 
 
 def load(path: Path, *, jobs: int = 1) -> Scores:
@@ -38,21 +39,25 @@ def load(path: Path, *, jobs: int = 1) -> Scores:
             raise BenchError(
                 f"{path}: no {SCORES_NAME} and no *.cassette files in it; record a run or run bench rescore"
             )
-        meta, results = _rescore(cassettes, jobs)
-        return Scores(source=f"{path} (rescored in memory)", base=path, meta=meta, results=results)
+        traffic: list[dict[str, Any]] = []
+        meta, results = _rescore(cassettes, jobs, traffic)
+        return Scores(f"{path} (rescored in memory)", path, meta, results, traffic)
     if path.suffix == ".cassette":
-        meta, results = _rescore([path], jobs)
-        return Scores(source=f"{path} (rescored in memory)", base=path.parent, meta=meta, results=results)
+        traffic = []
+        meta, results = _rescore([path], jobs, traffic)
+        return Scores(f"{path} (rescored in memory)", path.parent, meta, results, traffic)
     return _from_file(path)
 
 
-def _rescore(paths: list[Path], jobs: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _rescore(
+    paths: list[Path], jobs: int, traffic: list[dict[str, Any]]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     # Imported lazily: rescoring pulls in the catalog and every evaluator, which a report on a scores file never needs.
     try:
         pipeline = importlib.import_module("scorer.pipeline")
     except ModuleNotFoundError as exc:
         raise BenchError("this bench has no scorer pipeline; give a scores file written by bench rescore") from exc
-    meta, results = pipeline.rescore(paths, jobs=jobs)
+    meta, results = pipeline.rescore(paths, jobs=jobs, traffic=traffic)
     return meta, list(results)
 
 
@@ -76,6 +81,7 @@ def paused_gc() -> Iterator[None]:
 def _from_file(path: Path) -> Scores:
     from scorer.scores_io import read_scores
 
+    traffic: list[dict[str, Any]] = []
     with paused_gc():
-        meta, results = read_scores(path)
-    return Scores(source=str(path), base=path.parent, meta=meta, results=results)
+        meta, results = read_scores(path, traffic=traffic)
+    return Scores(source=str(path), base=path.parent, meta=meta, results=results, traffic=traffic)

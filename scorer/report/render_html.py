@@ -59,6 +59,34 @@ def charts(report: Report) -> list[str]:
             out.append(svg.cdf_chart(f"chart-cdf-{attr}", title, "milliseconds", series, list(CDF)))
     if any(report.failures.values()):
         out.append(svg.stacked_chart("chart-failures", "Failure types per model", report.models, report.failures))
+    out.extend(traffic_charts(report))
+    return out
+
+
+def traffic_charts(report: Report) -> list[str]:
+    """Requests by status per traffic group, and the E2EL box per group (every endpoint has an E2EL)."""
+    rows = report.traffic.rows
+    if not rows:
+        return []
+    labels = [r.label for r in rows]
+    # Two groups may share a label (they differ by served model only): their counts add up in one bar.
+    statuses: dict[str, dict[str, int]] = {}
+    for r in rows:
+        bucket = statuses.setdefault(r.label, {})
+        for status, n in r.statuses.items():
+            bucket[f"HTTP {status}"] = bucket.get(f"HTTP {status}", 0) + n
+    unique = list(dict.fromkeys(labels))
+    out = [
+        svg.stacked_chart(
+            "chart-traffic-status", "Traffic: requests by status", unique, statuses, axis="requests", empty="none"
+        )
+    ]
+    boxes = [(r.label, r.timing.e2el_ms.box) for r in rows]
+    if any(box for _, box in boxes):
+        out.append(svg.box_chart("chart-traffic-e2el", "Traffic: end-to-end latency (E2EL)", "milliseconds", boxes))
+    ttft = [(r.label, r.timing.ttft_ms.box) for r in rows if r.timing.ttft_ms.box]
+    if ttft:
+        out.append(svg.box_chart("chart-traffic-ttft", "Traffic: time to first token (TTFT)", "milliseconds", ttft))
     return out
 
 

@@ -183,4 +183,9 @@ def sections(report: Report) -> list[Section]:
         reliability_section(report),
         settings_section(report),
     ]
+    from scorer.report.cost_sections import cost_sections  # both build on this module's helpers
+    from scorer.report.traffic_sections import traffic_sections
+
+    all_sections.extend(cost_sections(report.cost))
+    all_sections.extend(traffic_sections(report.traffic))
     return [s for s in all_sections if s.rows]

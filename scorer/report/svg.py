@@ -234,7 +234,14 @@ def _rotate(x: float, y: float) -> str:
     return f' transform="rotate(-90 {x:.1f} {y:.1f})"'
 
 
-def stacked_chart(ident: str, title: str, models: list[str], counts: dict[str, dict[str, int]]) -> str:
+def stacked_chart(
+    ident: str,
+    title: str,
+    models: list[str],
+    counts: dict[str, dict[str, int]],
+    axis: str = "failed or errored results",
+    empty: str = "no failures",
+) -> str:
     """One horizontal bar per model, split by failure type; the legend names the types in bar order."""
     totals: dict[str, int] = {}
     for per_model in counts.values():
@@ -251,14 +258,14 @@ def stacked_chart(ident: str, title: str, models: list[str], counts: dict[str, d
     desc = "; ".join(
         f"{m}: " + ", ".join(f"{k} {n}" for k, n in counts.get(m, {}).items()) for m in models if counts.get(m)
     )
-    chart = Chart(ident, title, f"{title}. {desc or 'no failures'}", LABEL_W + PLOT_W + RIGHT, height)
+    chart = Chart(ident, title, f"{title}. {desc or empty}", LABEL_W + PLOT_W + RIGHT, height)
     chart.text(10, 18, title, size=14, extra=' font-weight="bold"')
     legend(chart, LABEL_W, 40, names, fills)
     high = max((sum(counts.get(m, {}).values()) for m in models), default=0)
     ticks = nice_ticks(max(high, 1))
     scale = PLOT_W / ticks[-1]
     axis_y = top + bar * len(models)
-    x_axis(chart, LABEL_W, axis_y, ticks, scale, "failed or errored results", top)
+    x_axis(chart, LABEL_W, axis_y, ticks, scale, axis, top)
     for i, model in enumerate(models):
         y = top + i * bar + 3
         chart.text(LABEL_W - 8, y + bar / 2, model, anchor="end")

@@ -1,5 +1,6 @@
 """End to end: record the built-in catalog from the simulator (oracle and every flawed profile) through the real
-proxy, then rescore offline. The oracle scores 100%; each flawed profile yields exactly its failure type."""
+proxy, then rescore offline. The oracle scores 100%; each flawed profile yields exactly its failure type; on Chat
+Completions and on the Responses API alike."""
 
 from __future__ import annotations
 
@@ -29,10 +30,11 @@ EXPECTED = {
 AGENT_SAMPLE = ("agent.fix_mean", "agent.fix_leap_year", "agent.find_version")
 
 
-@pytest.fixture(scope="module")
-def scored(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+@pytest.fixture(scope="module", params=["chat", "responses"])
+def scored(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> list[dict[str, Any]]:
     import asyncio
 
+    api = request.param
     out = tmp_path_factory.mktemp("sim")
     catalog = load_catalog(None)
 
@@ -43,11 +45,13 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     async def go() -> None:
         async with await start_sim(catalog=catalog) as sim:
             for models, tests in ((["oracle"], []), (list(EXPECTED), flawed_tests)):
-                cfg = RecordConfig(upstream=sim.url, models=models, out=str(out), concurrency=16, tests=tests)
+                cfg = RecordConfig(upstream=sim.url, models=models, out=str(out), concurrency=16, tests=tests, api=api)
                 await record(cfg, catalog)
 
     asyncio.run(go())
     _, results = rescore([out], catalog=catalog, jobs=2)
+    endpoints = {r["endpoint"] for r in results}
+    assert endpoints == {"chat.completions" if api == "chat" else "responses"}
     return results
 
 

@@ -1,0 +1,173 @@
+"""Cost from a user-supplied price table (docs/report.md, "Cost"): per model, per test and per run.
+
+Prices are per million tokens: input, cached input (input tokens the provider served from its prompt cache, billed
+at their own rate), output. Token counts are the traffic lines' (scorer.traffic): usage where the response had it;
+output tokens counted from the stream otherwise (then the cost is marked estimated), and a request with no input
+count adds no input cost (counted as missing). A model is priced by its requested name, exact match first, then the
+first shell-style pattern that matches, then its served name the same way; unpriced models are listed, never
+guessed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from bench.errors import BenchError
+
+_PRICE = {"type": "number", "minimum": 0}
+PRICES_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["models"],
+    "additionalProperties": False,
+    "properties": {
+        "currency": {"type": "string", "minLength": 1},
+        "models": {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {
+                "type": "object",
+                "required": ["input", "output"],
+                "additionalProperties": False,
+                "properties": {"input": _PRICE, "cached_input": _PRICE, "output": _PRICE},
+            },
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Price:
+    input: float
+    cached_input: float
+    output: float
+
+
+@dataclass(frozen=True)
+class Prices:
+    currency: str
+    models: Mapping[str, Price]
+
+    def find(self, *names: str | None) -> tuple[str, Price] | None:
+        for name in names:
+            if not name:
+                continue
+            if name in self.models:
+                return name, self.models[name]
+            for pattern, price in self.models.items():
+                if fnmatch.fnmatchcase(name, pattern):
+                    return pattern, price
+        return None
+
+
+def load_prices(path: Path) -> Prices:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BenchError(f"{path}: cannot read price table: {exc.strerror}; pass an existing --prices file") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}:" if mark is not None else ""
+        raise BenchError(f"{path}:{where} {getattr(exc, 'problem', None) or 'invalid YAML'}; fix the YAML") from None
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(PRICES_SCHEMA).iter_errors(data))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise BenchError(f"{path}: field '{where}': {error.message}; see docs/report.md (Cost)")
+    models = {
+        str(name): Price(float(p["input"]), float(p.get("cached_input", p["input"])), float(p["output"]))
+        for name, p in data["models"].items()
+    }
+    return Prices(str(data.get("currency", "USD")), models)
+
+
+@dataclass
+class CostRow:
+    key: str  # a model, or a test
+    requests: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    estimated: int = 0  # requests whose output tokens were counted, not reported
+    missing_input: int = 0  # requests without an input token count
+    unpriced: int = 0  # requests of a model the table does not price
+
+
+@dataclass
+class Cost:
+    currency: str
+    per_model: list[CostRow] = field(default_factory=list)
+    per_test: list[CostRow] = field(default_factory=list)
+    total: CostRow = field(default_factory=lambda: CostRow("run"))
+    unpriced_models: list[str] = field(default_factory=list)
+
+
+def _add(row: CostRow, entry: Mapping[str, Any], price: Price | None) -> None:
+    row.requests += 1
+    inp = entry.get("input_tokens")
+    cached = entry.get("cached_input_tokens") or 0
+    out = entry.get("output_tokens") or 0
+    if not isinstance(inp, int):
+        row.missing_input += 1
+        inp = 0
+    cached = min(cached, inp) if isinstance(cached, int) else 0
+    row.input_tokens += inp
+    row.cached_input_tokens += cached
+    row.output_tokens += out
+    if entry.get("tokens_source") == "counted":
+        row.estimated += 1
+    if price is None:
+        row.unpriced += 1
+        return
+    row.cost += ((inp - cached) * price.input + cached * price.cached_input + out * price.output) / 1e6
+
+
+def cost(entries: Iterable[Mapping[str, Any]], prices: Prices) -> Cost:
+    per_model: dict[str, CostRow] = {}
+    per_test: dict[str, CostRow] = {}
+    out = Cost(prices.currency)
+    unpriced: set[str] = set()
+    for entry in entries:
+        model = str(entry.get("model") or "–")
+        found = prices.find(entry.get("model"), entry.get("served_model"))
+        price = found[1] if found is not None else None
+        if price is None:
+            unpriced.add(model)
+        _add(per_model.setdefault(model, CostRow(model)), entry, price)
+        test = entry.get("test")
+        if test:
+            _add(per_test.setdefault(str(test), CostRow(str(test))), entry, price)
+        _add(out.total, entry, price)
+    out.per_model = [per_model[k] for k in sorted(per_model)]
+    out.per_test = [per_test[k] for k in sorted(per_test)]
+    out.unpriced_models = sorted(unpriced)
+    return out
+
+
+@dataclass
+class CostDelta:
+    model: str
+    a: float
+    b: float
+    delta: float
+    a_requests: int
+    b_requests: int
+
+
+def cost_delta(a: Cost, b: Cost) -> list[CostDelta]:
+    rows_a = {r.key: r for r in a.per_model}
+    rows_b = {r.key: r for r in b.per_model}
+    grouped = {k: (rows_a.get(k, CostRow(k)), rows_b.get(k, CostRow(k))) for k in sorted(set(rows_a) | set(rows_b))}
+    out = [
+        CostDelta(k, ra.cost, rb.cost, rb.cost - ra.cost, ra.requests, rb.requests) for k, (ra, rb) in grouped.items()
+    ]
+    out.append(
+        CostDelta("run", a.total.cost, b.total.cost, b.total.cost - a.total.cost, a.total.requests, b.total.requests)
+    )
+    return out

@@ -1,0 +1,107 @@
+"""The traffic tables of `bench report` (every format), from scorer.report.traffic."""
+
+from __future__ import annotations
+
+from scorer.report.sections import Section, pct, triple
+from scorer.report.traffic import Traffic
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {n}" for k, n in counts.items()) or "–"
+
+
+def traffic_sections(t: Traffic) -> list[Section]:
+    if not t.rows:
+        return []
+    rows = []
+    timing_rows = []
+    marked = False
+    for r in t.rows:
+        mark = ""
+        if r.output_counted:
+            mark, marked = "*", True
+        tokens_in = f"{r.input_tokens}" if r.input_reported else "–"
+        if r.input_reported and r.input_reported < r.requests:
+            tokens_in += f" ({r.input_reported} of {r.requests})"
+        if r.cached_input_tokens:
+            tokens_in += f", {r.cached_input_tokens} cached"
+        rows.append(
+            [
+                r.endpoint,
+                r.model,
+                r.served_model,
+                r.client,
+                str(r.requests),
+                _counts(r.statuses),
+                _counts(r.outcomes),
+                pct(r.error_rate),
+                tokens_in,
+                f"{r.output_tokens}{mark}",
+                ", ".join(r.fingerprints) or "–",
+            ]
+        )
+        tm = r.timing
+        tok_s = f"{tm.tokens_per_s_median:.1f}{mark}" if tm.tokens_per_s_median is not None else "–"
+        timing_rows.append(
+            [
+                r.endpoint,
+                r.model,
+                r.client,
+                str(tm.streamed),
+                triple(tm.ttft_ms),
+                triple(tm.tpot_ms) + (mark if tm.tpot_ms.count else ""),
+                triple(tm.itl_ms),
+                triple(tm.e2el_ms),
+                tok_s,
+            ]
+        )
+    notes = [
+        f"{t.exchanges} exchange(s), {t.untagged} without an X-Bench-Test tag. Error: not complete, no status or "
+        "status >= 400, an error event, or a truncated stream. Tokens from usage."
+    ]
+    if marked:
+        notes.append("* output tokens counted from the stream for some requests (no usage): one per token event.")
+    unknown = {k: n for r in t.rows for k, n in r.unknown_events.items()}
+    if unknown:
+        notes.append("Event types bench does not know (kept, counted): " + _counts(unknown))
+    out = [
+        Section(
+            "Traffic",
+            [
+                "endpoint",
+                "requested model",
+                "served model",
+                "client",
+                "requests",
+                "statuses",
+                "outcomes",
+                "error rate",
+                "tokens in",
+                "tokens out",
+                "fingerprints",
+            ],
+            rows,
+            notes,
+            numeric={4, 7},
+        ),
+        Section(
+            "Traffic timing",
+            ["endpoint", "requested model", "client", "streamed", "TTFT ms", "TPOT ms", "ITL ms", "E2EL ms", "tok/s"],
+            timing_rows,
+            [
+                "Milliseconds, p50 / p90 / p99, per docs/report.md's definitions for each API (Responses API: TTFT "
+                "is the first *.delta event of any output). Embeddings have E2EL only."
+            ],
+            numeric={3, 4, 5, 6, 7, 8},
+        ),
+    ]
+    if t.fingerprint_changes:
+        out.append(
+            Section(
+                "System fingerprint changes",
+                ["requested model", "at", "exchange", "before", "after"],
+                [[c.model, c.at, c.exchange, c.before, c.after] for c in t.fingerprint_changes],
+                ["Consecutive requests of one model (in the order they started) that saw different fingerprints."],
+            )
+        )
+    return out

@@ -1,0 +1,55 @@
+"""One traffic line per recorded exchange, tagged or not: what `bench report`'s traffic section is built from.
+
+`bench rescore` parses every exchange; the ones a catalog test claims are also scored, but every one of them is a
+request some client made, and its endpoint, model, client, status, tokens and timing are reported
+(docs/scores-format.md, "traffic lines").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bench.clients import client_family, header
+from bench.parse import ParsedExchange
+from bench.usage import usage_tokens
+from scorer.scoring import compact_itl
+
+
+def traffic_entry(record: Mapping[str, Any], parsed: ParsedExchange, cassette: str, model: str) -> dict[str, Any]:
+    request = record.get("request") or {}
+    tokens = usage_tokens(parsed.usage)
+    timing = parsed.timing
+    started = record.get("started")
+    return {
+        "kind": "traffic",
+        "cassette": cassette,
+        "id": parsed.id,
+        "started": started if isinstance(started, int) else None,
+        "endpoint": parsed.endpoint,
+        "method": str(request.get("method") or ""),
+        "model": model or None,
+        "served_model": parsed.model,
+        "client": client_family(header(request.get("headers"), "user-agent")),
+        "test": (parsed.tags.get("test") or None),
+        "status": parsed.status,
+        "outcome": parsed.outcome,
+        "streamed": parsed.streamed,
+        "failed": not parsed.ok or "error_event" in parsed.findings or "truncated" in parsed.findings,
+        "findings": sorted(set(parsed.findings)),
+        "input_tokens": tokens.input,
+        "cached_input_tokens": tokens.cached_input,
+        "output_tokens": timing.output_tokens,
+        "tokens_source": timing.tokens_source,
+        "ttft_us": timing.ttft_us,
+        "tpot_us": timing.tpot_us,
+        "e2el_us": timing.e2el_us,
+        "itl_us": compact_itl(timing.itl_us),
+        "n_events": timing.n_events,
+        "system_fingerprint": parsed.system_fingerprint,
+        "unknown_events": dict(parsed.unknown_events),
+    }
+
+
+def traffic_key(entry: Mapping[str, Any]) -> tuple[str, int, str]:
+    return (entry["cassette"], entry["started"] or 0, entry["id"])
