@@ -8,7 +8,6 @@ client sees the upstream's own chunking and timing (FIELD-NOTES: merging reads m
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from time import monotonic_ns
 from typing import Any
 
@@ -272,16 +271,22 @@ async def _pump(
             first = False
             state.first_byte_sent(ex)
     _note_upstream(ex, upstream, state)
+    await _end_whole(state, ex, response)
+    return True
+
+
+async def _end_whole(state: ProxyState, ex: Exchange, response: web.StreamResponse) -> None:
+    """End a response whose every body byte the client was sent: its record reaches the file first (kill -9 cannot
+    lose an answer its client has whole, and the client's next request cannot overtake it in the cassette)."""
     try:
         await state.persist(ex)
         await response.write_eof()
     except ConnectionError:
-        pass  # the client had the whole body and closed before its terminating chunk (see above): a whole answer
+        pass  # the client had the whole body and closed before its terminating chunk (see _pump): a whole answer
     except asyncio.CancelledError:
         # Cancelled (the client left, or the proxy shuts down) while the record is written: it is queued already,
         # and the client had every byte of the body, so the exchange stays complete.
         _uncancel()
-    return True
 
 
 def _uncancel() -> None:
@@ -365,10 +370,5 @@ async def serve_recorded(
         ex.fail(str(rec.get("outcome")), str(rec.get("error")))
         _abort_client(request)
         return response
-    # Written before the response ends, as a forwarded one is: the client's next request cannot overtake this record
-    # in the cassette (which then lists a session's exchanges in the order its client got them).
-    await state.persist(ex)
-    # The client may have closed before the terminating chunk with the whole body, as in _pump.
-    with contextlib.suppress(ConnectionError):
-        await response.write_eof()
+    await _end_whole(state, ex, response)
     return response
