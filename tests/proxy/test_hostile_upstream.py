@@ -207,6 +207,8 @@ async def test_no_secret_reaches_any_artifact_from_a_hostile_upstream(
                 got = await chats(client, **extra)
                 # The upstream saw the proxy's key and echoed it: the test is only worth something if it did.
                 assert UPSTREAM_KEY.encode() in got[0]
+                # --token-env: the client's token never went upstream (the upstream echoes all it gets).
+                assert not any(CLIENT_TOKEN.encode() in g for g in got)
                 await client.close()
                 wrong = AsyncOpenAI(base_url=url + "/v1", api_key="not-the-token-123", max_retries=0, timeout=30)
                 with pytest.raises(openai.AuthenticationError) as refused:

@@ -326,3 +326,10 @@ def test_a_compressed_body_past_the_decoding_limit_is_not_kept_unsearched(monkey
     decoded = decode_reads(rec["response"]["chunks"], ["gzip"])
     assert decoded.pieces == [b"x" * 900, b"", b""]
     assert any("dropped unsearched" in r for r in rec["redacted"])
+
+
+def test_a_query_value_is_scrubbed_decoded_either_way_a_plus_can_be_read() -> None:
+    # `+` is a space to a form decoder and a plus to a plain percent-decoder: an upstream may echo either.
+    rec = record(query="token=Ab%2FCd+Ef12345", chunks=echo("Ab/Cd+Ef12345", "Ab/Cd Ef12345"))
+    Redactor().redact_exchange(rec)
+    assert b"".join(rec["response"]["chunks"]).count(REDACTED.encode()) == 2
