@@ -136,7 +136,10 @@ class CassetteWriter:
 
     async def put_async(self, record: dict[str, Any]) -> int:
         """Queue a finished exchange from the event loop without ever blocking it; returns its number."""
-        data = self.pack_exchange(record)
+        return await self.put_packed(self.pack_exchange(record))
+
+    async def put_packed(self, data: bytes) -> int:
+        """Queue a record packed by `pack_exchange`, as `put_async` does; returns its number for `written`."""
         ticket = self._enqueue(data, block=False)
         if ticket is None:
             self.stats.queue_full_waits += 1
@@ -146,15 +149,24 @@ class CassetteWriter:
 
     async def put_durable(self, record: dict[str, Any]) -> None:
         """As `put_async`, then wait (the loop runs on) until the record is in the file."""
-        ticket = await self.put_async(record)
-        loop = asyncio.get_running_loop()
+        await self.written(await self.put_async(record))
+
+    async def written(self, ticket: int) -> None:
+        """Wait (the loop runs on) until the record numbered `ticket` is in the file."""
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.when_written(ticket, written)
+        await written
+
+    def when_written(self, ticket: int, future: asyncio.Future[None]) -> None:
+        """Settle `future` (from its own loop) once the record numbered `ticket` is in the file, or with
+        `WriterClosed` if the file fails first."""
         with self._cond:
             if self._written >= ticket:
-                return
-            self._raise_if_failed()
-            written: asyncio.Future[None] = loop.create_future()
-            self._waiters.append((ticket, loop, written))
-        await written
+                future.set_result(None)
+            elif self._error is not None:
+                future.set_exception(self._failure(self._error))
+            else:
+                self._waiters.append((ticket, future.get_loop(), future))
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
