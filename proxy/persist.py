@@ -30,6 +30,9 @@ log = logging.getLogger("bench.proxy")
 # Record work per loop iteration before yielding. One step (one read parsed, the fingerprint, packing) is not cut,
 # so a slice can exceed this by one step.
 SLICE_NS = 30_000
+# Built records handed to the writer at once, at most: a burst of exchanges ending together is written in blocks of
+# this many, not one block per record (each block costs the writer a wake-up, a flush and a write).
+MAX_HANDOVER = 64
 
 
 class Counts(Protocol):
@@ -76,30 +79,41 @@ class Persister:
     async def _run(self) -> None:
         try:
             start = monotonic_ns()
+            packed: list[bytes] = []  # built, not yet handed to the writer, with who waits for each
+            waiting: list[asyncio.Future[None] | None] = []
             while self._jobs:
                 ex, end, done = self._jobs.popleft()
-                packed: list[bytes] = []
                 try:
                     for _ in self._steps(ex, end, packed):
                         if monotonic_ns() - start > SLICE_NS:
                             await asyncio.sleep(0)
                             start = monotonic_ns()
+                    waiting.append(done)
                 except Exception:  # a bug on odd bytes must cost one record, not every later one
                     log.exception("bench proxy: could not build the record of exchange x%d", ex.seq)
+                    del packed[len(waiting) :]
                     self._lost(None)
-                    packed.clear()
-                try:
-                    if packed:
-                        ticket = await self.writer.put_packed(packed[0])
-                        if done is not None and not done.done():
-                            self.writer.when_written(ticket, done)
-                            done = None
-                except WriterClosed as exc:
-                    self._lost(str(exc))
-                if done is not None and not done.done():
-                    done.set_result(None)  # lost: the response ends all the same
+                    if done is not None and not done.done():
+                        done.set_result(None)  # lost: the response ends all the same
+                # Records go to the writer together: its thread wakes, compresses and flushes once for them all.
+                if packed and (not self._jobs or len(packed) >= MAX_HANDOVER):
+                    await self._hand_over(packed, waiting)
+                    packed, waiting = [], []
         finally:
             self.task = None
+
+    async def _hand_over(self, packed: list[bytes], waiting: list[asyncio.Future[None] | None]) -> None:
+        try:
+            last = await self.writer.put_packed(packed)
+        except WriterClosed as exc:
+            for done in waiting:
+                self._lost(str(exc))
+                if done is not None and not done.done():
+                    done.set_result(None)
+            return
+        for ticket, done in enumerate(waiting, last - len(waiting) + 1):
+            if done is not None and not done.done():
+                self.writer.when_written(ticket, done)
 
     def _steps(self, ex: Exchange, end: int, packed: list[bytes]) -> Iterator[None]:
         """Build, redact and pack one record into `packed`, yielding between steps."""

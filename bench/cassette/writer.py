@@ -19,6 +19,7 @@ import datetime as dt
 import os
 import threading
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,18 +133,19 @@ class CassetteWriter:
 
     def put(self, record: dict[str, Any]) -> None:
         """Queue a finished exchange; blocks the calling thread while the queue is full."""
-        self._enqueue(self.pack_exchange(record), block=True)
+        self._enqueue([self.pack_exchange(record)], block=True)
 
     async def put_async(self, record: dict[str, Any]) -> int:
         """Queue a finished exchange from the event loop without ever blocking it; returns its number."""
-        return await self.put_packed(self.pack_exchange(record))
+        return await self.put_packed([self.pack_exchange(record)])
 
-    async def put_packed(self, data: bytes) -> int:
-        """Queue a record packed by `pack_exchange`, as `put_async` does; returns its number for `written`."""
-        ticket = self._enqueue(data, block=False)
+    async def put_packed(self, records: Sequence[bytes]) -> int:
+        """Queue records packed by `pack_exchange`, as `put_async` does, together: the writer's thread wakes once
+        for all of them. Returns the last one's number for `written` (they are numbered in order)."""
+        ticket = self._enqueue(records, block=False)
         if ticket is None:
             self.stats.queue_full_waits += 1
-            ticket = await asyncio.to_thread(self._enqueue, data, True)
+            ticket = await asyncio.to_thread(self._enqueue, records, True)
             assert ticket is not None
         return ticket
 
@@ -175,20 +177,21 @@ class CassetteWriter:
     def _failure(self, error: BaseException) -> WriterClosed:
         return WriterClosed(f"cassette writer for {self.path} failed: {error}")
 
-    def _enqueue(self, data: bytes, block: bool) -> int | None:
+    def _enqueue(self, records: Sequence[bytes], block: bool) -> int | None:
+        size = sum(map(len, records))
         with self._cond:
             while True:
                 self._raise_if_failed()
                 if self._closing:
                     raise WriterClosed(f"cassette {self.path} is closed")
-                if self._queued_bytes == 0 or self._queued_bytes + len(data) <= self._max_queue_bytes:
+                if self._queued_bytes == 0 or self._queued_bytes + size <= self._max_queue_bytes:
                     break
                 if not block:
                     return None
                 self._cond.wait()
-            self._queue.append(data)
-            self._queued_bytes += len(data)
-            self._queued_count += 1
+            self._queue.extend(records)
+            self._queued_bytes += size
+            self._queued_count += len(records)
             self._cond.notify_all()
             return self._queued_count
 
