@@ -8,7 +8,6 @@ client sees the upstream's own chunking and timing (FIELD-NOTES: merging reads m
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from time import monotonic_ns
 from typing import Any
 
@@ -362,8 +361,11 @@ async def serve_recorded(
         return response
     # Written before the response ends, as a forwarded one is: the client's next request cannot overtake this record
     # in the cassette (which then lists a session's exchanges in the order its client got them).
-    await state.persist(ex)
-    # The client may have closed before the terminating chunk with the whole body, as in _pump.
-    with contextlib.suppress(ConnectionError):
+    try:
+        await state.persist(ex)
         await response.write_eof()
+    except ConnectionError:
+        pass  # the client may have closed before the terminating chunk with the whole body, as in _pump
+    except asyncio.CancelledError:
+        _uncancel()  # the same, noticed while the record was written (see _pump)
     return response

@@ -190,8 +190,10 @@ class Exchange:
         self.fail(outcome, why)
 
     def fail(self, outcome: str, error: str) -> None:
-        """Keep the first failure: a client that leaves after an upstream error is still an upstream error."""
-        if self.outcome == COMPLETE:
+        """Keep the first failure: a client that leaves after an upstream error is still an upstream error. Once the
+        whole response is being persisted, its record is built from it later: nothing that happens after (the
+        client closing before the terminating chunk) makes it fail."""
+        if self.outcome == COMPLETE and not self.persisted:
             self.outcome = outcome
             self.error = error
 
