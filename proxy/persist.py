@@ -116,7 +116,8 @@ class Persister:
                 self.writer.when_written(ticket, done)
 
     def _steps(self, ex: Exchange, end: int, packed: list[bytes]) -> Iterator[None]:
-        """Build, redact and pack one record into `packed`, yielding between steps."""
+        """Build, redact and pack one record into `packed`, yielding between steps (with a client's key to scrub
+        from every read, the redaction is the longest step)."""
         ex.settle_stream()
         yield
         yield from ex.identify_steps()
@@ -125,7 +126,11 @@ class Persister:
             yield
         record = ex.to_record(end)
         yield
-        packed.append(self.writer.pack_exchange(record))
+        for data in self.writer.packing(record):
+            if data is None:
+                yield
+            else:
+                packed.append(data)
 
     def _lost(self, why: str | None) -> None:
         self.stats.exchanges -= 1

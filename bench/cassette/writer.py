@@ -19,7 +19,7 @@ import datetime as dt
 import os
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,9 +127,17 @@ class CassetteWriter:
     # -- producer side -------------------------------------------------------------------------------------------
 
     def pack_exchange(self, record: dict[str, Any]) -> bytes:
+        *_, packed = self.packing(record)
+        assert packed is not None
+        return packed
+
+    def packing(self, record: dict[str, Any]) -> Iterator[bytes | None]:
+        """`pack_exchange` in two steps, redaction then packing, with a None yielded between them (an event loop can
+        run other work there); the last value is the packed record."""
         record["kind"] = EXCHANGE
         self.redactor.redact_exchange(record)
-        return bytes(self._packer.pack(record))
+        yield None
+        yield bytes(self._packer.pack(record))
 
     def put(self, record: dict[str, Any]) -> None:
         """Queue a finished exchange; blocks the calling thread while the queue is full."""
