@@ -27,7 +27,7 @@ from proxy.recorder import Exchange
 
 log = logging.getLogger("bench.proxy")
 
-# Record work per loop iteration before yielding. One step (one read parsed, the fingerprint, packing) is not cut,
+# Record work per loop iteration before yielding. One step (one read parsed, the fingerprint, the redaction) is not cut,
 # so a slice can exceed this by one step.
 SLICE_NS = 30_000
 # Built records handed to the writer at once, at most: a burst of exchanges ending together is written in blocks of
