@@ -71,6 +71,7 @@ class Timing:
     output_tokens: int | None = None
     tokens_source: str | None = None  # "usage" or "counted"
     n_events: int = 0
+    loop_lag_us: int | None = None  # the recording proxy's longest event-loop stall during the exchange
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +82,7 @@ class Timing:
             "output_tokens": self.output_tokens,
             "tokens_source": self.tokens_source,
             "n_events": self.n_events,
+            "loop_lag_us": self.loop_lag_us,
         }
 
 
@@ -152,6 +154,8 @@ def parse_exchange(
         tags=dict(record.get("tags") or {}),
         request_body=request.get("body") or b"",
     )
+    lag = (record.get("timing") or {}).get("loop_lag_us")
+    parsed.timing.loop_lag_us = lag if isinstance(lag, int) else None
     if deadline_us is not None and times and times[-1] > deadline_us:
         keep = sum(1 for t in times if t <= deadline_us)
         chunks, times = chunks[:keep], times[:keep]

@@ -235,7 +235,6 @@ async def _pump(
     content = upstream.content
     chunks = ex.chunks
     times = ex.times
-    first = True
     while True:
         try:
             chunk = await content.readany()
@@ -267,9 +266,6 @@ async def _pump(
             ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
             return False
         ex.own_ns += monotonic_ns() - t
-        if first:
-            first = False
-            state.first_byte_sent(ex)
     _note_upstream(ex, upstream, state)
     await _end_whole(state, ex, response)
     return True
@@ -363,7 +359,6 @@ async def serve_recorded(
         except ConnectionError:
             ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
             return response
-        state.first_byte_sent(ex)
     if resp_rec.get("cut"):
         # The recorded upstream broke the body off: break it off the same way.
         ex.cut = True

@@ -8,6 +8,7 @@ SSE events are parsed read by read only until the first token is found, then par
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from time import monotonic_ns
 from typing import Any
 
@@ -106,6 +107,7 @@ class Exchange:
         "first_token",
         "fp",
         "headers_at",
+        "loop_lag_ns",
         "method",
         "mode",
         "model",
@@ -176,6 +178,7 @@ class Exchange:
         self.upstream_headers: dict[str, str] = {}
         self.replay_of: dict[str, str] | None = None
         self.persisted = False  # its record is in the file already (ProxyState.persist)
+        self.loop_lag_ns: int | None = None  # the proxy's longest event-loop stall while it was in flight
 
     def answered_by_proxy(self, status: int, headers: list[list[str]], body: bytes, outcome: str, why: str) -> None:
         """The proxy answered this request itself (a 502/504 for a failed upstream, a replay miss's 404): that
@@ -187,8 +190,10 @@ class Exchange:
         self.fail(outcome, why)
 
     def fail(self, outcome: str, error: str) -> None:
-        """Keep the first failure: a client that leaves after an upstream error is still an upstream error."""
-        if self.outcome == COMPLETE:
+        """Keep the first failure: a client that leaves after an upstream error is still an upstream error. Once the
+        whole response is being persisted, its record is built from it later: nothing that happens after (the
+        client closing before the terminating chunk) makes it fail."""
+        if self.outcome == COMPLETE and not self.persisted:
             self.outcome = outcome
             self.error = error
 
@@ -213,6 +218,11 @@ class Exchange:
         first token, exactly as a live watch would, but off the forwarding path: nothing delays a read reaching the
         client, and the result (the arrival time of the read that completed the first token event) is the same.
         """
+        for _ in self.identify_steps():
+            pass
+
+    def identify_steps(self) -> Iterator[None]:
+        """`identify` one read at a time: yields after each, so that a caller can let other work run in between."""
         if self.replay_of is not None or not self.chunks:
             return  # a replay copies these from the recording
         reads = self.decoded_reads()
@@ -227,6 +237,7 @@ class Exchange:
                 if watch.found:
                     self.first_token = t
                 break
+            yield
         self.model, self.system_fingerprint = watch.model, watch.system_fingerprint
 
     def to_record(self, end_ns: int | None = None) -> dict[str, Any]:
@@ -267,6 +278,7 @@ class Exchange:
                 "first_token": _us(self.first_token, t0),
                 "end": (end - t0) // 1000,
                 "proxy_us": self.own_ns // 1000,
+                "loop_lag_us": None if self.loop_lag_ns is None else self.loop_lag_ns // 1000,
             },
             "upstream": {
                 "url": self.upstream_url,

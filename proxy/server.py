@@ -14,6 +14,7 @@ from yarl import URL
 from bench.cassette import CassetteWriter, Redactor, new_cassette_path
 from bench.errors import BenchError
 from bench.serving import listen
+from proxy import lag as loop_lag
 from proxy.app import ClientLimits, build_server
 from proxy.matching import MatchOptions
 from proxy.replay import ReplayIndex, parse_pace
@@ -99,6 +100,9 @@ class RunningProxy:
             await asyncio.gather(*state.pending_records, return_exceptions=True)
         if state.session is not None:
             await state.session.close()
+        if state.loop_lag is not None:
+            loop_lag.uninstall(asyncio.get_running_loop(), state.loop_lag)
+            state.loop_lag = None
         if state.writer is not None:
             s = state.stats
             await self._close_writer(
@@ -216,11 +220,12 @@ async def start_proxy(
             "match": index.match.describe() if index is not None else None,
         }
         try:
-            state.writer = CassetteWriter(cassette_path, settings=settings, run=run, redactor=redactor)
+            state.use_writer(CassetteWriter(cassette_path, settings=settings, run=run, redactor=redactor))
         except BenchError:
             if state.session is not None:
                 await state.session.close()
             if runner is not None:
                 await runner.cleanup()
             raise
+        state.loop_lag = loop_lag.install(asyncio.get_running_loop())
     return RunningProxy(url=url, state=state, runner=runner, site=site, cassette_path=cassette_path)

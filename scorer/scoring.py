@@ -93,6 +93,7 @@ def exchange_entry(t: Turn, final: bool) -> dict[str, Any]:
         "output_tokens": timing.get("output_tokens"),
         "tokens_source": timing.get("tokens_source"),
         "n_events": timing.get("n_events"),
+        "loop_lag_us": timing.get("loop_lag_us"),
     }
 
 

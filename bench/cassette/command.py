@@ -242,7 +242,8 @@ def render_exchange(record: Record, cassette: str, total: int) -> str:
 
     add(
         f"timing: sent {ms('sent_upstream')}, headers {ms('headers')}, first byte {ms('first_byte')}, "
-        f"first token {ms('first_token')}, end {ms('end')}, proxy {ms('proxy_us')}"
+        f"first token {ms('first_token')}, end {ms('end')}, proxy {ms('proxy_us')}, "
+        f"proxy's longest loop stall {ms('loop_lag_us')}"
     )
     chunks = resp.get("chunks") or []
     kind = "streamed" if resp.get("streamed") else "body"

@@ -19,6 +19,7 @@ import datetime as dt
 import os
 import threading
 from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,35 +127,56 @@ class CassetteWriter:
     # -- producer side -------------------------------------------------------------------------------------------
 
     def pack_exchange(self, record: dict[str, Any]) -> bytes:
+        *_, packed = self.packing(record)
+        assert packed is not None
+        return packed
+
+    def packing(self, record: dict[str, Any]) -> Iterator[bytes | None]:
+        """`pack_exchange` in two steps, redaction then packing, with a None yielded between them (an event loop can
+        run other work there); the last value is the packed record."""
         record["kind"] = EXCHANGE
         self.redactor.redact_exchange(record)
-        return bytes(self._packer.pack(record))
+        yield None
+        yield bytes(self._packer.pack(record))
 
     def put(self, record: dict[str, Any]) -> None:
         """Queue a finished exchange; blocks the calling thread while the queue is full."""
-        self._enqueue(self.pack_exchange(record), block=True)
+        self._enqueue([self.pack_exchange(record)], block=True)
 
     async def put_async(self, record: dict[str, Any]) -> int:
         """Queue a finished exchange from the event loop without ever blocking it; returns its number."""
-        data = self.pack_exchange(record)
-        ticket = self._enqueue(data, block=False)
+        return await self.put_packed([self.pack_exchange(record)])
+
+    async def put_packed(self, records: Sequence[bytes]) -> int:
+        """Queue records packed by `pack_exchange`, as `put_async` does, together: the writer's thread wakes once
+        for all of them. Returns the last one's number for `written` (they are numbered in order)."""
+        ticket = self._enqueue(records, block=False)
         if ticket is None:
             self.stats.queue_full_waits += 1
-            ticket = await asyncio.to_thread(self._enqueue, data, True)
+            ticket = await asyncio.to_thread(self._enqueue, records, True)
             assert ticket is not None
         return ticket
 
     async def put_durable(self, record: dict[str, Any]) -> None:
         """As `put_async`, then wait (the loop runs on) until the record is in the file."""
-        ticket = await self.put_async(record)
-        loop = asyncio.get_running_loop()
+        await self.written(await self.put_async(record))
+
+    async def written(self, ticket: int) -> None:
+        """Wait (the loop runs on) until the record numbered `ticket` is in the file."""
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.when_written(ticket, written)
+        await written
+
+    def when_written(self, ticket: int, future: asyncio.Future[None]) -> None:
+        """Settle `future` (from its own loop) once the record numbered `ticket` is in the file, or with
+        `WriterClosed` if the file fails first."""
         with self._cond:
             if self._written >= ticket:
-                return
-            self._raise_if_failed()
-            written: asyncio.Future[None] = loop.create_future()
-            self._waiters.append((ticket, loop, written))
-        await written
+                future.set_result(None)
+            elif self._error is not None:
+                future.set_exception(self._failure(self._error))
+            else:
+                self._waiters.append((ticket, future.get_loop(), future))
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
@@ -163,20 +185,21 @@ class CassetteWriter:
     def _failure(self, error: BaseException) -> WriterClosed:
         return WriterClosed(f"cassette writer for {self.path} failed: {error}")
 
-    def _enqueue(self, data: bytes, block: bool) -> int | None:
+    def _enqueue(self, records: Sequence[bytes], block: bool) -> int | None:
+        size = sum(map(len, records))
         with self._cond:
             while True:
                 self._raise_if_failed()
                 if self._closing:
                     raise WriterClosed(f"cassette {self.path} is closed")
-                if self._queued_bytes == 0 or self._queued_bytes + len(data) <= self._max_queue_bytes:
+                if self._queued_bytes == 0 or self._queued_bytes + size <= self._max_queue_bytes:
                     break
                 if not block:
                     return None
                 self._cond.wait()
-            self._queue.append(data)
-            self._queued_bytes += len(data)
-            self._queued_count += 1
+            self._queue.extend(records)
+            self._queued_bytes += size
+            self._queued_count += len(records)
             self._cond.notify_all()
             return self._queued_count
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scorer.report.aggregate import Report
-from scorer.report.timing import Dist
+from scorer.report.timing import LOOP_LAG_WARN_MS, Dist
 
 # Flaky lists can run to thousands on a big catalog; the JSON output keeps them all.
 MAX_FLAKY_ROWS = 30
@@ -130,6 +130,7 @@ def timing_section(report: Report) -> Section:
     ]
     if marked:
         notes.append("* some token counts were counted from the stream (no usage in the response), not reported.")
+    notes.extend(loop_lag_warnings(report))
     return Section(
         "Timing",
         ["model", "streamed", "TTFT ms", "TPOT ms", "ITL ms", "E2EL ms", "tok/s"],
@@ -137,6 +138,22 @@ def timing_section(report: Report) -> Section:
         notes,
         numeric={1, 2, 3, 4, 5, 6},
     )
+
+
+def loop_lag_warnings(report: Report) -> list[str]:
+    """A warning per model whose recording proxy stalled long enough to inflate the recorded ITLs."""
+    out = []
+    for model in report.models:
+        lag = report.timing[model].loop_lag_ms
+        if lag.p99 is not None and lag.p99 > LOOP_LAG_WARN_MS:
+            out.append(
+                f"Warning: {model}: recorded ITLs may be inflated by up to {ms(lag.p99)} ms. The recording proxy's "
+                f"event loop stalled that long (p99 over {lag.count} exchanges of the longest stall each saw; "
+                f"p50 {ms(lag.p50)} ms), and a read that arrived during a stall was stamped late by up to the stall. "
+                f"Above {LOOP_LAG_WARN_MS:g} ms this exceeds the recorded ITL's accuracy goal (0.5 ms at p99); "
+                "record with less load on the proxy's machine or fewer concurrent streams."
+            )
+    return out
 
 
 def failure_section(report: Report) -> Section:

@@ -181,6 +181,12 @@ def test_chunks_of_the_wrong_shape_are_bad_events_not_crashes() -> None:
     assert p.timing.n_events == 2
 
 
+def test_the_recording_proxys_loop_lag_is_carried_when_recorded() -> None:
+    assert parse_exchange(stream_record(TOOL_STREAM, timing={"loop_lag_us": 1234})).timing.loop_lag_us == 1234
+    assert parse_exchange(stream_record(TOOL_STREAM, timing={"end": 5})).timing.loop_lag_us is None
+    assert parse_exchange(stream_record(TOOL_STREAM)).timing.as_dict()["loop_lag_us"] is None
+
+
 def test_kept_events_are_the_plain_json_chunks() -> None:
     p = parse_exchange(stream_record(TOOL_STREAM), keep_events=True)
     assert len(p.events) == 7 and p.events[0][1]["system_fingerprint"] == "fp_1"

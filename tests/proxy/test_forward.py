@@ -60,6 +60,8 @@ async def test_sdk_gets_the_same_bytes_as_direct_and_everything_is_recorded(
     t = streamed["timing"]
     assert 0 <= t["sent_upstream"] <= t["headers"] <= t["first_byte"] <= t["first_token"] <= t["end"]
     assert 0 < t["proxy_us"] < t["end"]
+    # The proxy's longest loop stall while the exchange was in flight (tests/proxy/test_lag.py: what it sees).
+    assert all(isinstance(r["timing"]["loop_lag_us"], int) and r["timing"]["loop_lag_us"] >= 0 for r in records)
     assert streamed["outcome"] == "complete" and streamed["error"] is None
     assert streamed["upstream"]["system_fingerprint"] == SYSTEM_FINGERPRINT
     assert streamed["upstream"]["model"] == "test-model"

@@ -16,6 +16,8 @@ import proxy.forward
 from bench.cassette import CassetteReader, find_cassettes, read_cassette
 from bench.errors import BenchError
 from proxy import start_proxy
+from proxy.persist import Persister
+from proxy.recorder import Exchange
 from proxy.replay import parse_pace
 from tests.proxy.conftest import CUT, MESSAGES, raw_chat, sdk, sdk_session
 from tests.support.upstream import Upstream
@@ -104,7 +106,12 @@ async def test_auto_replays_hits_and_records_misses(
     before = len(upstream.requests)
     # Records the proxy queues are written a little later; a long delay makes any record written that way land
     # after the next forwarded one (this test failed about half the time when the replay's record was queued).
-    monkeypatch.setattr("proxy.state.RECORD_DELAY", 0.5)
+    queue = Persister.later
+
+    def later(self: Persister, ex: Exchange, end: int) -> None:
+        asyncio.get_running_loop().call_later(0.5, queue, self, ex, end)
+
+    monkeypatch.setattr(Persister, "later", later)
     auto = await start_proxy(upstream=upstream.url, cassettes=cassettes, mode="auto", pace="instant")
     client = sdk(auto.url + "/v1")
     assert await raw_chat(client, stream=True) == first

@@ -1,14 +1,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 
 from bench.cassette import CassetteReader
-from bench.cassette.writer import WriterClosed
 from bench.errors import BenchError
 from proxy import start_proxy
 from proxy.identity import identity_headers
@@ -62,12 +61,12 @@ async def test_a_failed_cassette_writer_does_not_stop_forwarding(
     upstream: Upstream, cassettes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
-
-    async def broken(record: dict[str, Any]) -> None:
-        raise WriterClosed("disk full")
-
-    assert proxy._state.writer is not None
-    monkeypatch.setattr(proxy._state.writer, "put_async", broken)
+    writer = proxy._state.writer
+    assert writer is not None
+    # A full disk: every write to the cassette now fails with ENOSPC.
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, writer._fd)
+    os.close(full)
     async with aiohttp.ClientSession() as session:
         for _ in range(2):
             async with session.get(proxy.url + "/v1/models") as resp:

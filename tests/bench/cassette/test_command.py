@@ -65,6 +65,7 @@ def stream_record(i: int) -> dict[str, Any]:
             "first_token": 2000,
             "end": 9000,
             "proxy_us": 80,
+            "loop_lag_us": 1500,
         },
         "upstream": {
             "url": "http://up:1",
@@ -104,6 +105,7 @@ def test_show_assembles_text_and_tool_calls(cassette: Path, capsys: pytest.Captu
     assert "Hello world" in out and "get_weather" in out and '{"city":"Oslo"}' in out
     assert "[user] Weather in Oslo?" in out and "tags: run=r1 test=weather" in out
     assert "finish_reason tool_calls" in out and "total_tokens=9" in out
+    assert "proxy's longest loop stall 1.5 ms" in out
     assert "sk-abcdefghijkl" not in out
 
 

@@ -170,6 +170,23 @@ async def test_put_durable_returns_once_the_record_is_in_the_file(tmp_path: Path
         await w.put_durable(exchange(99, [b"late"]))
 
 
+async def test_records_queued_together_are_numbered_in_order_and_each_can_be_awaited(tmp_path: Path) -> None:
+    path = tmp_path / "b.cassette"
+    w = CassetteWriter(path)
+    last = await w.put_packed([w.pack_exchange(exchange(i, [b"chunk %d" % i])) for i in range(5)])
+    assert last == 5
+    loop = asyncio.get_running_loop()
+    written = [loop.create_future() for _ in range(last)]
+    for ticket, future in enumerate(written, 1):
+        w.when_written(ticket, future)
+    await asyncio.wait_for(asyncio.gather(*written), 5)
+    assert [r["id"] for r in CassetteReader(path)] == [f"x{i}" for i in range(5)]
+    late: asyncio.Future[None] = loop.create_future()
+    w.when_written(3, late)  # already in the file: settled at once
+    assert late.done()
+    await w.aclose()
+
+
 async def test_put_durable_fails_when_the_file_cannot_be_written(tmp_path: Path) -> None:
     w = CassetteWriter(tmp_path / "f.cassette")
     os.close(w._fd)  # the next write fails as a full or removed disk would

@@ -59,6 +59,7 @@ def exchange(
     final: bool = True,
     attempt: int = 1,
     turn: int = 0,
+    loop_lag_us: int | None = None,
 ) -> dict[str, Any]:
     """An exchange whose E2EL and TPOT follow from TTFT and the gaps, as the scorer's parser computes them."""
     gaps = [5_000, 5_000] if itl_us is None else itl_us
@@ -77,6 +78,7 @@ def exchange(
             "output_tokens": None,
             "tokens_source": None,
             "n_events": 0,
+            "loop_lag_us": loop_lag_us,
         }
     tokens = len(gaps) + 1 if output_tokens is None else output_tokens
     e2el = ttft_us + sum(gaps)
@@ -94,6 +96,7 @@ def exchange(
         "output_tokens": tokens,
         "tokens_source": tokens_source,
         "n_events": len(gaps) + 1,
+        "loop_lag_us": loop_lag_us,
     }
 
 

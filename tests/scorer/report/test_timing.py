@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from scorer.report import aggregate
+from scorer.report.load import load
+from scorer.report.sections import timing_section
 from scorer.report.timing import timing
-from tests.scorer.report.factory import exchange, result
+from tests.scorer.report.factory import exchange, meta, result, write_scores
 
 
 def two_exchanges() -> list[dict[str, object]]:
@@ -46,3 +51,26 @@ def test_no_streamed_exchange_gives_empty_distributions() -> None:
     t = timing([result("t", "m", exchanges=[exchange("x", outcome="timeout", status=504)])])
     assert t.ttft_ms.count == 0 and t.ttft_ms.p50 is None and t.itl_ms.box == []
     assert t.tokens_per_s_median is None
+
+
+def lagged(lags_us: list[int | None]) -> list[dict[str, object]]:
+    return [result(f"t.{i}", "m", exchanges=[exchange(f"x{i}", loop_lag_us=lag)]) for i, lag in enumerate(lags_us)]
+
+
+def test_loop_lag_is_one_value_per_exchange_that_carries_it() -> None:
+    t = timing(lagged([100, 300, None, 200]))
+    assert t.loop_lag_ms.count == 3
+    assert t.loop_lag_ms.p50 == pytest.approx(0.2)
+    assert timing(lagged([None])).loop_lag_ms.count == 0  # cassettes that predate the field
+
+
+def test_the_timing_section_warns_when_the_proxy_stalled_long_enough_to_inflate_itls(tmp_path: Path) -> None:
+    # 99 exchanges with a 0.2 ms stall and one with 50 ms: p99 at rank 98.01 = 0.2 + 0.01 * 49.8 = 0.698 ms, no
+    # warning; with two at 50 ms the p99 is 50 ms.
+    calm = [200] * 99 + [50_000]
+    stalled = [200] * 98 + [50_000] * 2
+    for lags, warned in ((calm, False), (stalled, True)):
+        path = write_scores(tmp_path / "s.jsonl", meta(), lagged(list(lags)))
+        notes = " ".join(timing_section(aggregate.build(load(path))).notes)
+        assert ("recorded ITLs may be inflated by up to 50.0 ms" in notes) is warned, notes
+        assert ("Above 1 ms" in notes) is warned
