@@ -171,6 +171,15 @@ def _general_events(
         if block.startswith(b"data: ") and b"\n" not in block:
             stamps.append(times[ci])
             payloads.append(block[6:])
+        elif (
+            # `event: NAME` then one `data: ` line: how the Responses API frames every event.
+            block.startswith(b"event: ")
+            and (nl := block.find(b"\n")) > 0
+            and block.startswith(b"data: ", nl + 1)
+            and block.find(b"\n", nl + 1) < 0
+        ):
+            stamps.append(times[ci])
+            payloads.append(block[nl + 7 :])
         else:
             text = _block_data(block)
             if text is not None:

@@ -4,6 +4,11 @@ Builds a synthetic cassette of N exchanges (SSE chunks of ~237 B, as a real smal
 answers, half tool calls), then times scorer.pipeline.rescore with one job and with all cores, side by side in
 one run, best of `--rounds`. Also times bench.parse alone over the same records to show where the time goes.
 
+Then untagged traffic, as agents and other clients send it: the same answers without X-Bench-* tags, once as Chat
+Completions streams and once as Responses API event streams (`event:` + `data:` lines, sequence numbers, item ids,
+as OpenAI sends them), rescored with one job in interleaved rounds (CPU time): exchanges/s/core for each API and
+their ratio. Untagged exchanges are parsed and written as traffic lines, not scored.
+
     .venv/bin/python benchmarks/rescore_speed.py [--exchanges 4000] [--rounds 3] [--memory]
 """
 
@@ -78,6 +83,153 @@ def stream(i: int, tool: bool) -> list[bytes]:
     chunks.append(b"data: " + orjson.dumps({"id": sid, "choices": [], "usage": usage}) + b"\n\n")
     chunks.append(b"data: [DONE]\n\n")
     return chunks
+
+
+def response_event(kind: str, seq: int, **fields: Any) -> bytes:
+    obj = {"type": kind, "sequence_number": seq, **fields}
+    return f"event: {kind}\ndata: ".encode() + orjson.dumps(obj) + b"\n\n"
+
+
+def response_stream(i: int, tool: bool) -> list[bytes]:
+    """The same answer as `stream(i, tool)`, as a Responses API event stream."""
+    rng = random.Random(i)
+    rid = f"resp_{rng.getrandbits(128):032x}"
+    words = [" token", *(f" {rng.choice(VOCAB)}" for _ in range(TOKENS - 2)), " Answer: Paris"]
+    head = {
+        "id": rid,
+        "object": "response",
+        "created_at": 1732950000 + i,
+        "status": "in_progress",
+        "model": "gpt-4.1-mini-2025-04-14",
+        "output": [],
+        "usage": None,
+    }
+    out = [
+        response_event("response.created", 0, response=head),
+        response_event("response.in_progress", 1, response=head),
+    ]
+    seq = 2
+    if tool:
+        args = orjson.dumps({"city": "Paris", "note": "".join(words[:-1]).strip()}).decode()
+        item = {
+            "type": "function_call",
+            "id": f"fc_{i:024x}",
+            "call_id": f"call_{i}",
+            "name": "get_weather",
+            "arguments": "",
+            "status": "in_progress",
+        }
+        out.append(response_event("response.output_item.added", seq, output_index=0, item=item))
+        seq += 1
+        step = max(1, len(args) // (TOKENS - 1))
+        for k in range(0, len(args), step):
+            out.append(
+                response_event(
+                    "response.function_call_arguments.delta",
+                    seq,
+                    item_id=item["id"],
+                    output_index=0,
+                    delta=args[k : k + step],
+                    obfuscation="x7Qa",
+                )
+            )
+            seq += 1
+        done = {**item, "arguments": args, "status": "completed"}
+        out.append(
+            response_event(
+                "response.function_call_arguments.done", seq, item_id=item["id"], output_index=0, arguments=args
+            )
+        )
+        out.append(response_event("response.output_item.done", seq + 1, output_index=0, item=done))
+        seq += 2
+    else:
+        msg = {"type": "message", "id": f"msg_{i:024x}", "role": "assistant", "status": "in_progress", "content": []}
+        out.append(response_event("response.output_item.added", seq, output_index=0, item=msg))
+        out.append(
+            response_event(
+                "response.content_part.added",
+                seq + 1,
+                item_id=msg["id"],
+                output_index=0,
+                content_index=0,
+                part={"type": "output_text", "text": "", "annotations": []},
+            )
+        )
+        seq += 2
+        for w in words:
+            out.append(
+                response_event(
+                    "response.output_text.delta",
+                    seq,
+                    item_id=msg["id"],
+                    output_index=0,
+                    content_index=0,
+                    delta=w,
+                    logprobs=[],
+                    obfuscation="k2Zp",
+                )
+            )
+            seq += 1
+        text = "".join(words)
+        part = {"type": "output_text", "text": text, "annotations": []}
+        out.append(
+            response_event(
+                "response.output_text.done",
+                seq,
+                item_id=msg["id"],
+                output_index=0,
+                content_index=0,
+                text=text,
+                logprobs=[],
+            )
+        )
+        out.append(
+            response_event(
+                "response.content_part.done", seq + 1, item_id=msg["id"], output_index=0, content_index=0, part=part
+            )
+        )
+        done = {**msg, "status": "completed", "content": [part]}
+        out.append(response_event("response.output_item.done", seq + 2, output_index=0, item=done))
+        seq += 3
+    usage = {
+        "input_tokens": 40,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": TOKENS,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": TOKENS + 40,
+    }
+    final = {**head, "status": "completed", "output": [done], "usage": usage}
+    out.append(response_event("response.completed", seq, response=final))
+    return out
+
+
+def build_traffic(path: Path, n: int, api: str) -> None:
+    """n untagged exchanges of one API: chat streams, or the same answers as Responses API streams."""
+    with CassetteWriter(path) as w:
+        for i in range(n):
+            is_tool = i % 2 == 1
+            chunks = response_stream(i, is_tool) if api == "responses" else stream(i, is_tool)
+            record = exchange_record(chunks, id=f"x{i}", request={"model": "m", "stream": True}, event_us=7000)
+            record["request"]["path"] = "/v1/responses" if api == "responses" else "/v1/chat/completions"
+            record["request"]["headers"].append(["User-Agent", "OpenAI/Python 1.99.0"])
+            w.put(record)
+
+
+def traffic_speed(tmp: Path, n: int, rounds: int, catalog: Catalog) -> dict[str, float]:
+    """CPU seconds (best of rounds, interleaved) to rescore n untagged exchanges of each API with one job."""
+    paths = {api: tmp / f"traffic-{api}.cassette" for api in ("chat", "responses")}
+    for api, path in paths.items():
+        build_traffic(path, n, api)
+    best = dict.fromkeys(paths, float("inf"))
+    for _ in range(rounds):
+        for api, path in paths.items():
+            lines: list[dict[str, Any]] = []
+            t = time.process_time()
+            _, results = rescore([path], catalog=catalog, jobs=1, traffic=lines)
+            best[api] = min(best[api], time.process_time() - t)
+            assert not results and len(lines) == n and not any(x["failed"] for x in lines), api
+            assert all(x["endpoint"] == ("responses" if api == "responses" else "chat.completions") for x in lines)
+    return best
 
 
 def bench_catalog() -> Catalog:
@@ -192,6 +344,7 @@ def main() -> None:
         one_cpu = timed(lambda: rescore([path], catalog=catalog, jobs=1), args.rounds, time.process_time)
         _, results = rescore([path], catalog=catalog, jobs=1)
         assert len(results) == n and all(r["passed"] for r in results), "benchmark inputs must all pass"
+        untagged = traffic_speed(Path(tmp), n, args.rounds, catalog)
         if args.memory:
             big = Path(tmp) / "speed4.cassette"
             _, raw4 = build(big, 4 * n)
@@ -204,6 +357,11 @@ def main() -> None:
         f"= {parse_cpu / one_cpu:.0%} of the CPU time"
     )
     print(f"rescore --jobs {cores}:                {n / many:9.0f} exchanges/s  ({one / many:.2f}x of jobs=1)")
+    chat_s, resp_s = untagged["chat"], untagged["responses"]
+    print(
+        f"untagged traffic, jobs=1, CPU time: chat {n / chat_s:.0f} exchanges/s/core, Responses API "
+        f"{n / resp_s:.0f} exchanges/s/core (Responses / chat: {chat_s / resp_s:.2f}x the speed)"
+    )
     if args.memory:
         for count, raw_bytes, mib in rss:
             print(f"peak RSS rescoring {count} exchanges ({raw_bytes / 2**20:.0f} MiB of responses): {mib:.0f} MiB")

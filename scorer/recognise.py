@@ -45,6 +45,8 @@ class Recogniser:
     def of(cls, catalog: Catalog) -> Recogniser:
         out = cls()
         for test in catalog.tests.values():
+            if not test.messages:
+                continue  # an empty opening conversation would claim every request
             out.by_key[(len(test.messages), _key(test.messages, test.tools))] = test
         out.lengths = sorted({n for n, _ in out.by_key}, reverse=True)
         return out

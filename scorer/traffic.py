@@ -7,19 +7,37 @@ request some client made, and its endpoint, model, client, status, tokens and ti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from bench.clients import client_family, header
 from bench.parse import ParsedExchange
 from bench.usage import usage_tokens
+from scorer.rules import request_text
 from scorer.scoring import compact_itl
+
+# A rough stand-in for a tokenizer when a response reported no usage: one token per word or punctuation mark of the
+# request's text (instructions, messages or input items, prompt). Marked `counted`; BPE tokenizers give more.
+_WORDISH = re.compile(r"\w+|[^\w\s]")
+
+
+def counted_input_tokens(parsed: ParsedExchange) -> int | None:
+    doc = parsed.request_json
+    if doc is None:
+        return None
+    return len(_WORDISH.findall(request_text(doc)))
 
 
 def traffic_entry(record: Mapping[str, Any], parsed: ParsedExchange, cassette: str, model: str) -> dict[str, Any]:
     request = record.get("request") or {}
     tokens = usage_tokens(parsed.usage)
     timing = parsed.timing
+    input_tokens = tokens.input
+    input_source: str | None = "usage"
+    if input_tokens is None:
+        input_tokens = counted_input_tokens(parsed)
+        input_source = "counted" if input_tokens is not None else None
     started = record.get("started")
     return {
         "kind": "traffic",
@@ -37,7 +55,8 @@ def traffic_entry(record: Mapping[str, Any], parsed: ParsedExchange, cassette: s
         "streamed": parsed.streamed,
         "failed": not parsed.ok or "error_event" in parsed.findings or "truncated" in parsed.findings,
         "findings": sorted(set(parsed.findings)),
-        "input_tokens": tokens.input,
+        "input_tokens": input_tokens,
+        "input_tokens_source": input_source,
         "cached_input_tokens": tokens.cached_input,
         "output_tokens": timing.output_tokens,
         "tokens_source": timing.tokens_source,

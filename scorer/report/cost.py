@@ -120,7 +120,7 @@ def _add(row: CostRow, entry: Mapping[str, Any], price: Price | None) -> None:
     row.input_tokens += inp
     row.cached_input_tokens += cached
     row.output_tokens += out
-    if entry.get("tokens_source") == "counted":
+    if entry.get("tokens_source") == "counted" or entry.get("input_tokens_source") == "counted":
         row.estimated += 1
     if price is None:
         row.unpriced += 1

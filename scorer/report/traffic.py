@@ -43,6 +43,7 @@ class TrafficRow:
     error_rate: float
     input_tokens: int
     input_reported: int  # requests whose usage gave their input tokens
+    input_counted: int  # requests whose input tokens were counted from the request text (no usage)
     cached_input_tokens: int
     output_tokens: int
     output_counted: int  # requests whose output tokens were counted from the stream (no usage)
@@ -92,7 +93,12 @@ def _row(key: tuple[str, str, str, str], entries: list[Mapping[str, Any]]) -> Tr
         failed=failed,
         error_rate=failed / len(entries),
         input_tokens=sum(inputs),
-        input_reported=len(inputs),
+        input_reported=sum(
+            1
+            for e in entries
+            if e.get("input_tokens_source", "usage") == "usage" and isinstance(e.get("input_tokens"), int)
+        ),
+        input_counted=sum(1 for e in entries if e.get("input_tokens_source") == "counted"),
         cached_input_tokens=sum(cached),
         output_tokens=sum(outputs),
         output_counted=sum(1 for e in entries if e.get("tokens_source") == "counted"),

@@ -20,9 +20,12 @@ def traffic_sections(t: Traffic) -> list[Section]:
         mark = ""
         if r.output_counted:
             mark, marked = "*", True
-        tokens_in = f"{r.input_tokens}" if r.input_reported else "–"
-        if r.input_reported and r.input_reported < r.requests:
-            tokens_in += f" ({r.input_reported} of {r.requests})"
+        known = r.input_reported + r.input_counted
+        tokens_in = f"{r.input_tokens}" if known else "–"
+        if r.input_counted:
+            tokens_in, marked = tokens_in + "*", True
+        if known and known < r.requests:
+            tokens_in += f" ({known} of {r.requests})"
         if r.cached_input_tokens:
             tokens_in += f", {r.cached_input_tokens} cached"
         rows.append(
@@ -60,7 +63,10 @@ def traffic_sections(t: Traffic) -> list[Section]:
         "status >= 400, an error event, or a truncated stream. Tokens from usage."
     ]
     if marked:
-        notes.append("* output tokens counted from the stream for some requests (no usage): one per token event.")
+        notes.append(
+            "* counted for some requests (no usage): output tokens one per token event, input tokens one per word or "
+            "punctuation mark of the request text (a tokenizer gives more)."
+        )
     unknown = {k: n for r in t.rows for k, n in r.unknown_events.items()}
     if unknown:
         notes.append("Event types bench does not know (kept, counted): " + _counts(unknown))
