@@ -120,11 +120,12 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("header_timeout", "body_timeout", "keepalive_timeout"):
         if getattr(args, flag) < 0:
             raise BenchError(f"--{flag.replace('_', '-')} {getattr(args, flag):g}: give seconds, or 0 for no limit")
-    asyncio.run(_serve(args, upstream_key, client_token))
-    return 0
+    lost = asyncio.run(_serve(args, upstream_key, client_token))
+    return 1 if lost else 0
 
 
-async def _serve(args: argparse.Namespace, upstream_key: str | None, client_token: str | None) -> None:
+async def _serve(args: argparse.Namespace, upstream_key: str | None, client_token: str | None) -> int:
+    """Run until stopped; returns how many exchanges were forwarded but not recorded (the cassette file failed)."""
     from bench.cassette import Redactor
     from proxy.app import ClientLimits
     from proxy.matching import match_options
@@ -193,3 +194,9 @@ async def _serve(args: argparse.Namespace, upstream_key: str | None, client_toke
         f"bench proxy: stopped; {s.exchanges} exchange(s) recorded{where}, {s.errors} upstream error(s){refused}",
         flush=True,
     )
+    if s.lost:
+        why = proxy.recording_failure or "the cassette writer failed"
+        print(
+            f"bench proxy: error: {s.lost} exchange(s) forwarded but NOT recorded ({why})", file=sys.stderr, flush=True
+        )
+    return s.lost

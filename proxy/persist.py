@@ -21,7 +21,7 @@ from time import monotonic_ns
 from typing import Protocol
 
 from bench.cassette import CassetteWriter
-from bench.cassette.writer import WriterClosed
+from bench.cassette.writer import Packed, RecordUnwritten, WriterClosed
 from bench.fingerprint import fingerprint
 from proxy.recorder import Exchange
 
@@ -73,13 +73,15 @@ class Persister:
         self._submit(ex, end, done)
         try:
             await done
+        except RecordUnwritten:
+            pass  # queued, then the file failed: the writer counts it (stats.unwritten) and said so at once
         except WriterClosed as exc:
             self._lost(str(exc))
 
     async def _run(self) -> None:
         try:
             start = monotonic_ns()
-            packed: list[bytes] = []  # built, not yet handed to the writer, with who waits for each
+            packed: list[Packed] = []  # built, not yet handed to the writer, with who waits for each
             waiting: list[asyncio.Future[None] | None] = []
             while self._jobs:
                 ex, end, done = self._jobs.popleft()
@@ -102,7 +104,7 @@ class Persister:
         finally:
             self.task = None
 
-    async def _hand_over(self, packed: list[bytes], waiting: list[asyncio.Future[None] | None]) -> None:
+    async def _hand_over(self, packed: list[Packed], waiting: list[asyncio.Future[None] | None]) -> None:
         try:
             last = await self.writer.put_packed(packed)
         except WriterClosed as exc:
@@ -115,7 +117,7 @@ class Persister:
             if done is not None and not done.done():
                 self.writer.when_written(ticket, done)
 
-    def _steps(self, ex: Exchange, end: int, packed: list[bytes]) -> Iterator[None]:
+    def _steps(self, ex: Exchange, end: int, packed: list[Packed]) -> Iterator[None]:
         """Build, redact and pack one record into `packed`, yielding between steps (with a client's key to scrub
         from every read, the redaction is the longest step)."""
         ex.settle_stream()
@@ -135,6 +137,6 @@ class Persister:
     def _lost(self, why: str | None) -> None:
         self.stats.exchanges -= 1
         self.stats.lost += 1
-        if why is not None and self.stats.lost == 1:
+        if why is not None and self.stats.lost == 1 and self.writer.stats.failure is None:
             # Disk full or file removed: keep serving (the clients are not at fault), say it once.
             log.error("bench proxy: cannot record: %s; exchanges are forwarded but not recorded", why)

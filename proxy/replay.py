@@ -8,6 +8,7 @@ used-up fingerprint is a miss, so the extra request is forwarded and recorded.
 from __future__ import annotations
 
 import json
+import logging
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,14 @@ import zstandard
 
 from bench.cassette import CassetteReader, find_cassettes
 from bench.cassette.format import CLIENT_DISCONNECTED
-from bench.errors import BenchError
+from bench.errors import BenchError, CassetteError
 from bench.fingerprint import canonical_body, canonical_query
 from proxy.matching import MatchOptions
 
 STRICT = MatchOptions()
 
 MAX_LISTED_DIFFERENCES = 8
+log = logging.getLogger("bench.proxy")
 
 
 def parse_pace(pace: str) -> float:
@@ -117,8 +119,15 @@ class ReplayIndex:
             return cls([], match)
         items: list[Recorded] = []
         for path in find_cassettes([directory]):
-            reader = CassetteReader(path)
+            # A bad, 0-byte or damaged file costs only what it cannot give: replay serves the rest, and says so.
+            try:
+                reader = CassetteReader(path)
+            except CassetteError as exc:
+                log.warning("bench proxy: warning: %s; not replayed", exc)
+                continue
             items.extend(Recorded(path.name, record) for record in reader if replayable(record))
+            if reader.damaged:
+                log.warning("bench proxy: warning: %s; replaying what was read", reader.problem)
         return cls(items, match)
 
     def __len__(self) -> int:

@@ -115,11 +115,22 @@ class RunningProxy:
             )
 
     async def _close_writer(self, **end: Any) -> None:
-        assert self._state.writer is not None
+        writer = self._state.writer
+        assert writer is not None
         try:
-            await self._state.writer.aclose(**end)
+            await writer.aclose(**end)
         except OSError as exc:
             raise BenchError(f"could not finish cassette {self.cassette_path}: {exc.strerror}") from None
+        finally:
+            # Records the writer had accepted when its file failed were counted as recorded: they are not.
+            self.stats.exchanges -= writer.stats.unwritten
+            self.stats.lost += writer.stats.unwritten
+            writer.stats.unwritten = 0
+
+    @property
+    def recording_failure(self) -> str | None:
+        """Why the cassette file failed (disk full...), if it did."""
+        return self._state.writer.stats.failure if self._state.writer is not None else None
 
     async def __aenter__(self) -> RunningProxy:
         return self
@@ -220,7 +231,11 @@ async def start_proxy(
             "match": index.match.describe() if index is not None else None,
         }
         try:
-            state.use_writer(CassetteWriter(cassette_path, settings=settings, run=run, redactor=redactor))
+            state.use_writer(
+                CassetteWriter(
+                    cassette_path, settings=settings, run=run, redactor=redactor, on_failure=state.writer_failed
+                )
+            )
         except BenchError:
             if state.session is not None:
                 await state.session.close()

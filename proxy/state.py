@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from time import monotonic_ns
 from typing import Any
@@ -16,6 +17,8 @@ from proxy.lag import LoopLag
 from proxy.persist import Persister
 from proxy.recorder import Exchange
 from proxy.replay import ReplayIndex
+
+log = logging.getLogger("bench.proxy")
 
 MODES = ("record", "replay", "auto", "passthrough")
 
@@ -110,3 +113,14 @@ class ProxyState:
     def _note_lag(self, ex: Exchange) -> None:
         if self.loop_lag is not None:
             ex.loop_lag_ns = self.loop_lag.since(ex.t0)
+
+    def writer_failed(self, why: str, unwritten: int) -> None:
+        """Called by the cassette writer's thread, at once, when its file fails (disk full, file removed)."""
+        path = self.writer.path if self.writer is not None else "the cassette"
+        log.error(
+            "bench proxy: cannot record to %s: %s; %d exchange(s) not recorded so far; "
+            "exchanges are still forwarded, not recorded",
+            path,
+            why,
+            unwritten,
+        )

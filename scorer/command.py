@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.errors import BenchError
     from bench.testspec import load_catalog
     from scorer.flips import find_flips
-    from scorer.pipeline import default_base, rescore
+    from scorer.pipeline import default_base, require_results, rescore
     from scorer.scores_io import read_scores, write_scores
     from scorer.summary import print_summary
 
@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         traffic=traffic,
         rules=rules,
     )
+    require_results(meta, results, args.paths, traffic)
     write_scores(out, meta, results, traffic)
     flips = find_flips(previous[0], previous[1], meta, results) if previous is not None else None
     print_summary(Console(), meta, results, flips, str(out), traffic=len(traffic))

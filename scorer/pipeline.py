@@ -13,6 +13,7 @@ import gc
 import hashlib
 import multiprocessing
 import os
+import sys
 import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -147,6 +148,22 @@ def rescore(
     if traffic is not None:
         traffic.extend(sorted((t for o in outputs for t in o.traffic), key=traffic_key))
     return assemble(catalog, options, outputs, files)
+
+
+def require_results(
+    meta: Mapping[str, Any], results: Sequence[Any], paths: Sequence[Path], traffic: Sequence[Any] = ()
+) -> None:
+    """A command that finds nothing to score or report fails with one line (after the warnings that say why)."""
+    if results or traffic:
+        return
+    for warning in meta.get("warnings") or []:
+        print(f"bench: warning: {warning}", file=sys.stderr)
+    where = ", ".join(str(p) for p in paths)
+    read = len(meta.get("cassettes") or [])
+    raise BenchError(
+        f"nothing to score in {where}: {read} cassette(s) read, no exchange in them"
+        + ("; see the warnings above" if meta.get("warnings") else "")
+    )
 
 
 def default_base(paths: Sequence[Path]) -> Path:
@@ -312,10 +329,8 @@ def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
         if gc_was_enabled:
             gc.enable()
     if shard == 0:
-        if reader.truncated:
-            out.warnings.append(
-                f"{path}: truncated ({reader.error}); scored the {exchanges} exchange(s) before the cut"
-            )
+        if reader.problem is not None:
+            out.warnings.append(f"{reader.problem}; scored what was read")
         if hashes is None:
             out.warnings.append(f"{path}: no per-test hashes recorded (header run.tests); staleness not checked")
         if untagged:

@@ -47,6 +47,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     export.add_argument("-o", "--output", type=Path, help="write here instead of standard output")
     export.set_defaults(handler=cmd_export)
 
+    up = sub.add_parser(
+        "upgrade",
+        help="rewrite cassettes of an older format version as the current one (each verified before it is replaced)",
+    )
+    up.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="cassette files or folders of them")
+    up.set_defaults(handler=cmd_upgrade)
+
 
 # -- helpers --------------------------------------------------------------------------------------------------------
 
@@ -58,8 +65,8 @@ def _open(path: Path) -> CassetteReader:
 
 
 def _warn_if_cut(reader: CassetteReader) -> None:
-    if reader.truncated:
-        print(f"bench: warning: {reader.path}: {reader.error}; showing what was read", file=sys.stderr)
+    if reader.problem is not None:
+        print(f"bench: warning: {reader.problem}; showing what was read", file=sys.stderr)
 
 
 def _size(n: float) -> str:
@@ -150,6 +157,25 @@ def _request_model(record: Record) -> str | None:
         return None
     model = body.get("model") if isinstance(body, dict) else None
     return model if isinstance(model, str) else None
+
+
+# -- upgrade -------------------------------------------------------------------------------------------------------
+
+
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    from bench.cassette.upgrade import upgrade_file
+
+    files = find_cassettes(args.paths)
+    if not files:
+        raise BenchError(f"no cassettes in {', '.join(str(p) for p in args.paths)}")
+    failed = 0
+    for path in files:
+        try:
+            print(upgrade_file(path))
+        except BenchError as exc:
+            print(f"bench: error: {exc}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
 
 
 # -- show -----------------------------------------------------------------------------------------------------------

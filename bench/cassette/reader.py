@@ -1,44 +1,72 @@
-"""Streaming cassette reader: bounded memory, tolerant of files cut short.
+"""Streaming cassette reader: bounded memory, every readable record returned, everything else counted.
 
-A file cut by kill -9 ends inside the zstd frame (no end record): every record in a flushed block is returned, and
-`truncated` is set. A foreign file, an unknown version or a damaged header raise CassetteError with one line that
-names the file; damage after the header stops the iteration there, sets `truncated` and `error`, and keeps what came
-before.
+A file cut by kill -9 (or still being written) has no end record: every record of a flushed block is returned and
+`truncated` is set. A foreign file, a 0-byte file, an unknown version raise CassetteError with one line that names
+the file. Damage after the header never raises: in a v2 file every record carries a checksum and a sequence number,
+so a changed record is dropped (never returned changed), the records after it are recovered (in the same zstd frame
+when the damage left the stream decodable, else from the next frame), and `lost` says how many records were lost.
+v1 files have no checksums: damage stops the reading there and keeps what came before. `problem` is the one line
+every tool prints about a file that was not read whole.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgpack
-import zstandard
 
+from bench.cassette import columns, frames
 from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, SUFFIX, ZSTD_MAGIC
+from bench.cassette.framing import Unframer
 from bench.cassette.migrate import upgrade
 from bench.errors import CassetteError
 
-READ_SIZE = 1 << 20
-OUT_SIZE = 1 << 20
-
 Record = dict[str, Any]
+NO_END = "no end record (the recorder was killed or is still writing)"
+# Sub-maps of an exchange that readers take apart; a record where one is not a map is damaged.
+_MAPS = ("request", "response", "timing", "upstream", "tags")
 
 
 class CassetteReader:
-    """Iterate a cassette's exchange records. `header` is read on open; `end`, `truncated`, `error` after iterating."""
+    """Iterate a cassette's exchange records. `header` is read on open; `end`, `truncated`, `problem` once read."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.end: Record | None = None
-        self.truncated = False
-        self.error: str | None = None
+        self.truncated = False  # no end record, or damage: the file was not read whole
+        self.error: str | None = None  # what was wrong, in words (`problem` is the same with the file's name)
+        self.lost = 0  # records known to be lost to damage (v2: exact, from the sequence numbers)
+        self.damaged = False  # damage was found (not only a missing end record)
+        self.exchanges = 0
         self.raw_size = 0
-        self._records = self._iter_records()
+        self._damage: list[str] = []
+        self._unknown: Counter[str] = Counter()
+        self._bad_records = 0
+        self._bad_bytes = 0
         try:
-            first = next(self._records)
-        except StopIteration:
-            raise CassetteError(f"{self.path}: empty or cut before its header; it holds no exchanges") from None
+            self._buf = frames.open_bytes(self.path)
+        except OSError as exc:
+            raise CassetteError(f"{self.path}: cannot open: {exc.strerror}") from None
+        if not self._buf:
+            raise CassetteError(
+                f"{self.path}: 0-byte file, holds nothing (its recorder could not write the header); delete it"
+            )
+        if self._buf[:4] != ZSTD_MAGIC and self._buf.find(ZSTD_MAGIC) < 0:
+            raise CassetteError(
+                f"{self.path}: not a bench cassette (not zstd-compressed); pass a {SUFFIX} file bench wrote"
+            )
+        self._events = frames.walk(self._buf)
+        self._pending: list[frames.Event] = []
+        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=1 << 31)
+        first = self._read_header()
+        if first is None:
+            # The first frame is damaged. A v2 file keeps its records in later frames: read those.
+            self.version = FORMAT_VERSION
+            self.header: Record = {"kind": HEADER, "format": FORMAT_NAME, "version": FORMAT_VERSION}
+            return
         if not isinstance(first, dict) or first.get("kind") != HEADER or first.get("format") != FORMAT_NAME:
             raise CassetteError(f"{self.path}: not a bench cassette (no cassette header); pass a file bench wrote")
         version = first.get("version")
@@ -49,66 +77,183 @@ class CassetteReader:
                 f"{self.path}: format version {version} is newer than this bench reads ({FORMAT_VERSION}); "
                 "upgrade bench"
             )
-        self.version: int = version
-        self.header: Record = upgrade(first, version)
+        self.version = version
+        self.header = upgrade(first, version)
+        if version >= 2:
+            # v2's header frame holds the header alone and ends with a checksum: check it before trusting the header.
+            event = next(self._events, None)
+            if isinstance(event, frames.Skipped):
+                self._skipped(event)
+                self._damage.insert(0, "header damaged")
+                self.header = {"kind": HEADER, "format": FORMAT_NAME, "version": version}
+            elif event is not None:
+                self._pending.append(event)
+
+    def _read_header(self) -> Any:
+        """The first msgpack object of the first frame, or None if damage took it."""
+        for event in self._events:
+            if isinstance(event, frames.Data):
+                self.raw_size += len(event.data)
+                self._unpacker.feed(event.data)
+                try:
+                    return self._unpacker.unpack()
+                except msgpack.OutOfData:
+                    continue
+                except (msgpack.UnpackException, ValueError, TypeError):
+                    raise CassetteError(
+                        f"{self.path}: not a bench cassette (no cassette header); pass a file bench wrote"
+                    ) from None
+            if isinstance(event, frames.Skipped):
+                if event.resume >= len(self._buf):
+                    raise CassetteError(
+                        f"{self.path}: damaged inside its header and no later part is readable; "
+                        "it holds no exchanges that can be read"
+                    )
+                self._skipped(event)
+                self._damage.insert(0, "header unreadable")
+                return None
+            if isinstance(event, frames.Cut):
+                self._pending.append(event)
+                break
+            if isinstance(event, frames.FrameEnd):
+                break
+        raise CassetteError(f"{self.path}: cut before the end of its header; it holds no exchanges")
+
+    # -- iteration -----------------------------------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Record]:
-        for record in self._records:
-            kind = record.get("kind") if isinstance(record, dict) else None
-            if kind == EXCHANGE:
-                yield upgrade(record, self.version)
-            elif kind == END:
-                self.end = record
-            # Unknown kinds are skipped: newer minor additions must not break older readers.
-        if self.end is None and self.error is None:
-            self.truncated = True
-            self.error = "no end record (the recorder was killed or is still writing)"
+        records = self._iter_v1() if self.version == 1 else self._iter_v2()
+        for record in records:
+            self.exchanges += 1
+            yield record
+        self._conclude()
+        if not isinstance(self._buf, bytes):
+            self._buf.close()  # the mapping holds a file descriptor: a folder of thousands must not run out
 
-    def _iter_records(self) -> Iterator[Any]:
-        try:
-            f = open(self.path, "rb")  # noqa: SIM115 - closed in the finally below, across yields
-        except OSError as exc:
-            raise CassetteError(f"{self.path}: cannot open: {exc.strerror}") from None
-        try:
-            magic = f.read(4)
-            if magic != ZSTD_MAGIC:
-                raise CassetteError(
-                    f"{self.path}: not a bench cassette (not zstd-compressed); pass a {SUFFIX} file bench wrote"
-                )
-            f.seek(0)
-            unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=1 << 30)
-            # Decompressed a bounded piece at a time: one call for a whole block would allocate its full output at
-            # once (a 1 MiB block of a 20x-compressed file is 20 MiB, of highly repetitive traffic far more), and
-            # touching that fresh memory costs more than decompressing it. Appended sessions are frames in a row.
-            stream = zstandard.ZstdDecompressor().stream_reader(f, read_size=READ_SIZE, read_across_frames=True)
-            while True:
-                try:
-                    data = stream.read(OUT_SIZE)
-                except zstandard.ZstdError as exc:
-                    self._damaged(f"damaged zstd data: {exc}")
-                    yield from self._drain(unpacker)
-                    return
-                if not data:
-                    break
-                self.raw_size += len(data)
-                unpacker.feed(data)
-                yield from self._drain(unpacker)
-                if self.error is not None:
-                    return
-            if unpacker.tell() < self.raw_size:
-                self._damaged("cut inside a record")
-        finally:
-            f.close()
+    def _iter_v1(self) -> Iterator[Record]:
+        """v1: one msgpack stream across the file's frames, no checksums; damage ends the reading."""
+        unpacker = self._unpacker
+        events: Iterator[frames.Event] = iter([frames.Data(0, b""), *self._pending, *self._events])
+        for event in events:
+            if isinstance(event, frames.Skipped):
+                self._skipped(event)
+                return
+            if not isinstance(event, frames.Data):
+                continue
+            self.raw_size += len(event.data)
+            unpacker.feed(event.data)  # the first, empty, drains what was read with the header
+            try:
+                for obj in unpacker:
+                    record = self._accept(obj)
+                    if record is not None:
+                        yield record
+                    elif self._bad_records:
+                        self._damage.append("a damaged record; v1 files cannot be read past damage")
+                        return
+            except (msgpack.UnpackException, ValueError, TypeError) as exc:
+                self._damage.append(f"a damaged record ({exc}); v1 files cannot be read past damage")
+                return
+        if unpacker.tell() < self.raw_size:
+            self._damage.append("cut inside a record")
 
-    def _drain(self, unpacker: msgpack.Unpacker) -> Iterator[Any]:
-        try:
-            yield from unpacker
-        except (msgpack.UnpackException, ValueError) as exc:
-            self._damaged(f"damaged record: {exc}")
+    def _iter_v2(self) -> Iterator[Record]:
+        unframer = Unframer()
+        events: Iterator[frames.Event] = iter([*self._pending, *self._events])
+        header_frame = not self._damage
+        for event in events:
+            if header_frame:
+                # The header's frame holds the header alone; anything after it in that frame is not a record.
+                if isinstance(event, frames.Data):
+                    self.raw_size += len(event.data)
+                    self._bad_bytes += len(event.data)
+                    continue
+                header_frame = False
+                if isinstance(event, frames.FrameEnd):
+                    continue
+            if isinstance(event, frames.Data):
+                self.raw_size += len(event.data)
+                for seq, payload in unframer.feed(event.data):
+                    yield from self._decode(seq, payload)
+                continue
+            for seq, payload in unframer.finish():
+                yield from self._decode(seq, payload)
+            if isinstance(event, frames.Skipped):
+                self._skipped(event)
+        for seq, payload in unframer.finish():
+            yield from self._decode(seq, payload)
+        self.lost += unframer.lost
+        self._bad_bytes += unframer.bad_bytes
 
-    def _damaged(self, why: str) -> None:
-        self.truncated = True
-        self.error = why
+    def _decode(self, seq: int, payload: bytes) -> Iterator[Record]:
+        try:
+            packed, times = columns.split(payload)
+            obj = msgpack.unpackb(packed, raw=False)
+            if times is not None:
+                obj["response"]["chunk_us"] = times
+        except (msgpack.UnpackException, ValueError, TypeError, KeyError, IndexError):
+            self._bad_records += 1
+            return
+        record = self._accept(obj)
+        if record is not None:
+            yield record
+
+    def _accept(self, obj: Any) -> Record | None:
+        """An exchange record to return, or None (the end record, an unknown kind, or a malformed record)."""
+        kind = obj.get("kind") if isinstance(obj, dict) else None
+        if kind == EXCHANGE:
+            record = _well_formed(obj)
+            if record is None:
+                self._bad_records += 1
+                return None
+            return upgrade(record, self.version)
+        if kind == END:
+            self.end = obj
+        elif isinstance(kind, str):
+            self._unknown[kind] += 1  # written by a newer bench: not damage, but said
+        else:
+            self._bad_records += 1
+        return None
+
+    def _skipped(self, event: frames.Skipped) -> None:
+        self._damage.append(f"{event.why} at byte {event.offset}, {event.resume - event.offset} byte(s) skipped")
+
+    def _conclude(self) -> None:
+        parts = list(self._damage)
+        if self.lost:
+            parts.append(f"{self.lost} record(s) lost to damage")
+        if self._bad_records:
+            parts.append(f"{self._bad_records} malformed record(s) skipped")
+        if self._bad_bytes and not self._damage:
+            parts.append(f"{self._bad_bytes} damaged byte(s) skipped")
+        if self._unknown:
+            kinds = ", ".join(sorted(self._unknown))
+            parts.append(f"{sum(self._unknown.values())} record(s) of a kind this bench does not know ({kinds})")
+        self.damaged = bool(self._damage or self.lost or self._bad_records or self._bad_bytes)
+        if self.end is None:
+            parts.append(NO_END if not self.damaged else "no end record: records after the last one read may be lost")
+        self.truncated = self.damaged or self.end is None
+        self.error = "; ".join(parts) or None
+
+    @property
+    def problem(self) -> str | None:
+        """One line naming the file, what was read, and what was skipped; None when the file was read whole."""
+        if self.error is None:
+            return None
+        return f"{self.path}: read {self.exchanges} exchange(s); {self.error}"
+
+
+def _well_formed(record: Record) -> Record | None:
+    for key in _MAPS:
+        if not isinstance(record.get(key) or {}, dict):
+            return None
+    response = record.get("response") or {}
+    chunks = response.get("chunks")
+    if chunks is not None and not (isinstance(chunks, list) and all(isinstance(c, bytes) for c in chunks)):
+        return None
+    times = response.get("chunk_us")
+    if times is not None and not (isinstance(times, list) and all(isinstance(t, int) for t in times)):
+        return None
+    return record
 
 
 def read_cassette(path: Path | str) -> tuple[Record, list[Record]]:

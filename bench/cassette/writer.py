@@ -1,9 +1,12 @@
-"""Append-only, crash-safe cassette writer.
+"""Append-only, crash-safe cassette writer (format v2, docs/cassette-format.md).
 
-Layout: one zstd frame per file; each record is msgpack-packed by the caller's thread (cheap, and it freezes the
-record), then compressed and written by one writer thread, with a zstd block flush after each batch of records. A
-streaming decompressor reads every flushed block of a file cut short by kill -9, so only records still queued are
-lost. One stream per file compresses ~3x better than a frame per exchange because envelopes repeat (FIELD-NOTES).
+Layout: the header alone in a first zstd frame (with zstd's checksum), then the records, each msgpack-packed by the
+caller's thread (cheap, and it freezes the record), framed with its sequence number and checksum and compressed by one
+writer thread, with a zstd block flush after each batch of records. A decompressor reads every flushed block of a
+file cut short by kill -9, so only records still queued are lost. A zstd frame holds up to SEGMENT_BYTES of records
+and then a new one starts: one stream compresses short exchanges ~3x better than a frame per exchange (envelopes
+repeat), and a reader resumes at the next frame after damage that breaks the stream. When the cassette is closed it
+is recompressed at a higher level (`compact`), where the size allows it to be done in a few seconds.
 
 Queue policy: the queue is bounded in bytes (`max_queue_bytes`). A full queue never drops a record and never blocks
 the event loop: `put_async` waits for room in a worker thread, so only the coroutine that finished the exchange
@@ -19,7 +22,7 @@ import datetime as dt
 import os
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,9 @@ import msgpack
 import zstandard
 
 from bench import __version__
-from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, SUFFIX
+from bench.cassette import columns, compact
+from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, SEGMENT_BYTES, SUFFIX
+from bench.cassette.framing import prefix
 from bench.cassette.redact import Redactor
 from bench.errors import BenchError
 from bench.fingerprint import FINGERPRINT_VERSION
@@ -40,10 +45,24 @@ class WriterStats:
     raw_bytes: int = 0
     written_bytes: int = 0
     queue_full_waits: int = 0
+    unwritten: int = 0  # records accepted but never written: queued when the file failed (disk full, removed)
+    failure: str | None = None  # why the file failed, in words
+
+
+# A record as queued: msgpack without its arrival times, and the times (or None).
+Packed = tuple[bytes, list[int] | None]
+
+
+def _size(item: Packed) -> int:
+    return len(item[0]) + (4 * len(item[1]) if item[1] is not None else 0)
 
 
 class WriterClosed(RuntimeError):
     pass
+
+
+class RecordUnwritten(WriterClosed):
+    """The record was queued, then the file failed before it was written: it is counted in `stats.unwritten`."""
 
 
 def new_cassette_path(directory: Path, prefix: str = "rec") -> Path:
@@ -86,12 +105,14 @@ class CassetteWriter:
         redactor: Redactor | None = None,
         level: int = 3,
         max_queue_bytes: int = 64 << 20,
+        compact_on_close: bool = True,
+        on_failure: Callable[[str, int], None] | None = None,
     ) -> None:
         self.path = path
         self.redactor = redactor or Redactor()
         self.stats = WriterStats()
         self._max_queue_bytes = max_queue_bytes
-        self._queue: deque[bytes] = deque()
+        self._queue: deque[Packed] = deque()
         self._queued_bytes = 0
         self._cond = threading.Condition()
         self._closing = False
@@ -101,13 +122,13 @@ class CassetteWriter:
         self._queued_count = 0
         self._written = 0
         self._waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-        except OSError as exc:
-            msg = f"cannot create cassette {path}: {exc.strerror}; choose another --cassettes directory"
-            raise BenchError(msg) from None
-        self._compressor = zstandard.ZstdCompressor(level=level).compressobj()
+        self._compact = compact_on_close
+        # Called from the writer thread, once, when the file fails: (why, records accepted that are lost with it).
+        self._on_failure = on_failure
+        self._seq = 0  # the header is record 0
+        self._zstd = zstandard.ZstdCompressor(level=level)
+        self._compressor = self._zstd.compressobj()
+        self._frame_bytes = 0
         now = dt.datetime.now(dt.UTC)
         header = {
             "kind": HEADER,
@@ -120,24 +141,54 @@ class CassetteWriter:
             "settings": settings or {},
             "run": run or {},
         }
-        self._write_now([self._packer.pack(header)])
+        first = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(self._packer.pack(header))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        except OSError as exc:
+            msg = f"cannot create cassette {path}: {exc.strerror}; choose another --cassettes directory"
+            raise BenchError(msg) from None
+        try:
+            self._write_all(first)
+        except OSError as exc:
+            # A disk that is full now must not leave a 0-byte or headless cassette behind.
+            os.close(self._fd)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            msg = f"cannot write cassette {path}: {exc.strerror}; free space or choose another --cassettes directory"
+            raise BenchError(msg) from None
+        self.stats.records = 1
+        self.stats.raw_bytes = len(self._packer.pack(header))
+        self.stats.written_bytes = len(first)
         self._thread = threading.Thread(target=self._run, name=f"cassette-writer:{path.name}", daemon=True)
         self._thread.start()
 
     # -- producer side -------------------------------------------------------------------------------------------
 
-    def pack_exchange(self, record: dict[str, Any]) -> bytes:
+    def pack_exchange(self, record: dict[str, Any]) -> Packed:
         *_, packed = self.packing(record)
         assert packed is not None
         return packed
 
-    def packing(self, record: dict[str, Any]) -> Iterator[bytes | None]:
+    def packing(self, record: dict[str, Any]) -> Iterator[Packed | None]:
         """`pack_exchange` in two steps, redaction then packing, with a None yielded between them (an event loop can
-        run other work there); the last value is the packed record."""
+        run other work there); the last value is the packed record. The arrival times are packed apart, as a column,
+        by the writer thread (bench.cassette.columns): this side does less than packing them as integers."""
         record["kind"] = EXCHANGE
         self.redactor.redact_exchange(record)
         yield None
-        yield bytes(self._packer.pack(record))
+        response = record.get("response")
+        times = response.get("chunk_us") if isinstance(response, dict) else None
+        if not isinstance(times, list):
+            yield bytes(self._packer.pack(record)), None
+            return
+        assert isinstance(response, dict)
+        del response["chunk_us"]
+        try:
+            packed = bytes(self._packer.pack(record))
+        finally:
+            response["chunk_us"] = times  # the caller's record is left as it was
+        yield packed, list(times)
 
     def put(self, record: dict[str, Any]) -> None:
         """Queue a finished exchange; blocks the calling thread while the queue is full."""
@@ -147,7 +198,7 @@ class CassetteWriter:
         """Queue a finished exchange from the event loop without ever blocking it; returns its number."""
         return await self.put_packed([self.pack_exchange(record)])
 
-    async def put_packed(self, records: Sequence[bytes]) -> int:
+    async def put_packed(self, records: Sequence[Packed]) -> int:
         """Queue records packed by `pack_exchange`, as `put_async` does, together: the writer's thread wakes once
         for all of them. Returns the last one's number for `written` (they are numbered in order)."""
         ticket = self._enqueue(records, block=False)
@@ -169,12 +220,12 @@ class CassetteWriter:
 
     def when_written(self, ticket: int, future: asyncio.Future[None]) -> None:
         """Settle `future` (from its own loop) once the record numbered `ticket` is in the file, or with
-        `WriterClosed` if the file fails first."""
+        `RecordUnwritten` if the file fails first (the record is then counted in `stats.unwritten`)."""
         with self._cond:
             if self._written >= ticket:
                 future.set_result(None)
             elif self._error is not None:
-                future.set_exception(self._failure(self._error))
+                future.set_exception(self._unwritten(self._error))
             else:
                 self._waiters.append((ticket, future.get_loop(), future))
 
@@ -185,8 +236,11 @@ class CassetteWriter:
     def _failure(self, error: BaseException) -> WriterClosed:
         return WriterClosed(f"cassette writer for {self.path} failed: {error}")
 
-    def _enqueue(self, records: Sequence[bytes], block: bool) -> int | None:
-        size = sum(map(len, records))
+    def _unwritten(self, error: BaseException) -> RecordUnwritten:
+        return RecordUnwritten(f"cassette writer for {self.path} failed: {error}")
+
+    def _enqueue(self, records: Sequence[Packed], block: bool) -> int | None:
+        size = sum(map(_size, records))
         with self._cond:
             while True:
                 self._raise_if_failed()
@@ -220,11 +274,15 @@ class CassetteWriter:
                 with self._cond:
                     self._error = exc
                     waiting, self._waiters = self._waiters, []
+                    self.stats.unwritten = self._queued_count - self._written
+                    self.stats.failure = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                     self._cond.notify_all()
-                _wake(waiting, self._failure(exc))
+                _wake(waiting, self._unwritten(exc))
+                if self._on_failure is not None:
+                    self._on_failure(self.stats.failure, self.stats.unwritten)
                 return
             with self._cond:
-                self._queued_bytes -= sum(len(b) for b in batch)
+                self._queued_bytes -= sum(_size(b) for b in batch)
                 self._written += len(batch)
                 waiting = [w for w in self._waiters if w[0] <= self._written]
                 if waiting:
@@ -232,18 +290,37 @@ class CassetteWriter:
                 self._cond.notify_all()
             _wake(waiting, None)
 
-    def _write_now(self, batch: list[bytes], end_frame: bool = False) -> None:
-        parts = [self._compressor.compress(b) for b in batch]
-        flush = zstandard.COMPRESSOBJ_FLUSH_FINISH if end_frame else zstandard.COMPRESSOBJ_FLUSH_BLOCK
-        parts.append(self._compressor.flush(flush))
-        data = b"".join(parts)
+    def _write_now(self, batch: list[Packed], end_frame: bool = False) -> None:
+        # Parts go to the compressor one by one, never joined: a 50 MB body is not copied again on its way.
+        compress = self._compressor.compress
+        out: list[bytes] = []
+        raw = 0
+        for packed, times in batch:
+            self._seq += 1
+            head, body = columns.payload_parts(packed, times)
+            pre = prefix(self._seq, head, body)
+            out += (compress(pre), compress(head), compress(body))
+            raw += len(pre) + len(head) + len(body)
+        self._frame_bytes += raw
+        # A frame ends only between batches, so records never span frames.
+        finish = end_frame or self._frame_bytes >= SEGMENT_BYTES
+        out.append(
+            self._compressor.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH if finish else zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+        )
+        if finish:
+            self._compressor = self._zstd.compressobj()
+            self._frame_bytes = 0
+        data = b"".join(out)
+        self._write_all(data)
+        self.stats.records += len(batch)
+        self.stats.raw_bytes += raw
+        self.stats.written_bytes += len(data)
+
+    def _write_all(self, data: bytes) -> None:
         out = memoryview(data)
         while out:
             n = os.write(self._fd, out)
             out = out[n:]
-        self.stats.records += len(batch)
-        self.stats.raw_bytes += sum(len(b) for b in batch)
-        self.stats.written_bytes += len(data)
 
     # -- closing ------------------------------------------------------------------------------------------------
 
@@ -264,10 +341,12 @@ class CassetteWriter:
                     "queue_full_waits": self.stats.queue_full_waits,
                     **end_info,
                 }
-                self._write_now([self._packer.pack(end)], end_frame=True)
+                self._write_now([(self._packer.pack(end), None)], end_frame=True)
                 os.fsync(self._fd)
         finally:
             os.close(self._fd)
+        if self._error is None and self._compact:
+            compact.compact(self.path, self.stats.raw_bytes)
         return self.stats
 
     async def aclose(self, **end_info: Any) -> WriterStats:

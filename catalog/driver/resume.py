@@ -6,6 +6,7 @@ A job is complete when its recorded exchanges reach the point where the driver w
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,8 +33,9 @@ def read_run(out_dir: Path, run_id: str) -> tuple[dict[str, Any], list[Path], di
     for path in find_cassettes([out_dir]):
         try:
             reader = CassetteReader(path)
-        except BenchError:
-            continue  # a foreign or damaged file is not part of this run
+        except BenchError as exc:
+            print(f"bench: warning: {exc}; skipped", file=sys.stderr)  # what it held is recorded again
+            continue
         run = reader.header.get("run") or {}
         if run.get("id") != run_id:
             continue
@@ -49,6 +51,8 @@ def read_run(out_dir: Path, run_id: str) -> tuple[dict[str, Any], list[Path], di
             except (KeyError, ValueError):
                 continue
             by_job[key].append(record)
+        if reader.damaged:
+            print(f"bench: warning: {reader.problem}; what it lost is recorded again", file=sys.stderr)
     if meta is None:
         raise BenchError(f"no cassette of run {run_id} in {out_dir}; check the run id (bench cassette ls) and --out")
     return meta, files, by_job

@@ -58,6 +58,7 @@ def _rescore(
     except ModuleNotFoundError as exc:
         raise BenchError("this bench has no scorer pipeline; give a scores file written by bench rescore") from exc
     meta, results = pipeline.rescore(paths, jobs=jobs, traffic=traffic)
+    pipeline.require_results(meta, results, paths, traffic)
     return meta, list(results)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import resource
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -25,8 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @asynccontextmanager
-async def bench_proxy(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, str, Path]]:
-    """A `bench proxy` subprocess; yields it, its URL and its cassette path once it listens."""
+async def bench_proxy(
+    *args: str, file_limit: int | None = None
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str, Path]]:
+    """A `bench proxy` subprocess; yields it, its URL and its cassette path once it listens. `file_limit`: a disk
+    that is full after that many bytes of any file it writes (RLIMIT_FSIZE: writes past it fail with EFBIG)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -38,6 +42,7 @@ async def bench_proxy(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Proc
         cwd=ROOT,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=None if file_limit is None else (lambda: limit_files(file_limit)),
     )
     assert proc.stdout is not None
     url = cassette = None
@@ -55,6 +60,11 @@ async def bench_proxy(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Proc
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+def limit_files(size: int) -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # else the kernel kills the process instead of failing the write
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
 
 async def post(session: aiohttp.ClientSession, url: str, **body: Any) -> bytes:
@@ -253,3 +263,55 @@ def test_a_negative_client_bound_is_a_one_line_error(capsys: pytest.CaptureFixtu
     assert main([*argv, "--header-timeout", "-1"]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == ["bench: error: --header-timeout -1: give seconds, or 0 for no limit"]
+
+
+async def test_a_full_disk_at_start_is_one_line_and_leaves_no_file(tmp_path: Path) -> None:
+    cassettes = tmp_path / "c"
+    cassettes.mkdir()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench",
+        "proxy",
+        "--port",
+        "0",
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--cassettes",
+        str(cassettes),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        preexec_fn=lambda: limit_files(0),
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 1
+    [line] = err.decode().strip().splitlines()
+    assert line.startswith("bench: error: cannot write cassette ") and "File too large" in line
+    assert list(cassettes.iterdir()) == []
+
+
+async def test_a_disk_that_fills_mid_run_keeps_serving_counts_what_was_not_recorded_and_fails(
+    upstream: Upstream, cassettes: Path
+) -> None:
+    n = 40
+    async with (
+        bench_proxy("--upstream", upstream.url, "--cassettes", str(cassettes), file_limit=4000) as (proc, url, path),
+        aiohttp.ClientSession() as session,
+    ):
+        bodies = [await post(session, url, x_words=20 + i) for i in range(n)]
+        assert all(b.endswith(b"data: [DONE]\n\n") for b in bodies)  # every client was served
+        assert proc.stderr is not None
+        # Said at once, while the proxy still runs:
+        said = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
+        assert said.startswith(f"bench proxy: cannot record to {path}: File too large;"), said
+        proc.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1
+    stop = next(line for line in out.decode().splitlines() if "stopped;" in line)
+    recorded = int(re.search(r"stopped; (\d+) exchange\(s\) recorded", stop).group(1))  # type: ignore[union-attr]
+    [lost_line] = [line for line in err.decode().splitlines() if "NOT recorded" in line]
+    lost = int(re.search(r"error: (\d+) exchange", lost_line).group(1))  # type: ignore[union-attr]
+    assert "File too large" in lost_line and lost > 0 and recorded + lost == n
+    reader = CassetteReader(path)
+    assert len(list(reader)) == recorded and reader.end is None and not reader.damaged

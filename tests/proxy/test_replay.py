@@ -245,3 +245,30 @@ def test_a_stream_left_after_done_replays_and_one_left_before_does_not() -> None
     done = [b'data: {"choices":[]}\n\n', b"data: [DONE]\n\n"]
     assert replayable(record(done))
     assert not replayable(record(done[:1]))
+
+
+async def test_a_bad_or_damaged_file_among_good_ones_is_skipped_with_a_warning(
+    upstream: Upstream, cassettes: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    client = sdk(recorder.url + "/v1")
+    recorded = [await raw_chat(client, user=name) for name in ("ann", "bob")]
+    await client.close()
+    await recorder.close()
+    assert recorder.cassette_path is not None
+    (cassettes / "empty.cassette").write_bytes(b"")
+    (cassettes / "foreign.cassette").write_bytes(b"not a cassette")
+    damaged = cassettes / "damaged.cassette"
+    data = bytearray(recorder.cassette_path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    player = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
+    client = sdk(player.url + "/v1")
+    assert await raw_chat(client, user="zed") == recorded[0]
+    await client.close()
+    await player.close()
+    warnings = [r.getMessage() for r in caplog.records if "warning" in r.getMessage()]
+    assert any("empty.cassette" in w and "0-byte" in w for w in warnings)
+    assert any("foreign.cassette" in w and "not a bench cassette" in w for w in warnings)
+    assert any("damaged.cassette" in w and "replaying what was read" in w for w in warnings)
+    assert all("\n" not in w for w in warnings)

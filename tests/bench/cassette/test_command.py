@@ -160,3 +160,28 @@ def test_the_command_never_imports_aiohttp() -> None:
     code = "import sys, bench.cassette.command, bench.parse; sys.exit('aiohttp' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr or "bench.cassette.command imported aiohttp"
+
+
+def test_a_damaged_file_is_named_with_what_was_skipped_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Small zstd frames: the frames after the damaged one are read again.
+    monkeypatch.setattr("bench.cassette.compact.SEGMENT_BYTES", 8000)
+    path = tmp_path / "d.cassette"
+    with CassetteWriter(path) as w:
+        for i in range(40):
+            w.put(stream_record(i))
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 8] = bytes(8)
+    path.write_bytes(bytes(data))
+    assert main(["cassette", "export", str(path)]) == 0
+    captured = capsys.readouterr()
+    exported = captured.out.splitlines()
+    [warning] = captured.err.strip().splitlines()
+    assert warning.startswith(f"bench: warning: {path}: read {len(exported)} exchange(s); ")
+    assert "record(s) lost to damage" in warning
+    ids = [json.loads(line)["id"] for line in exported]
+    assert ids[0] == "x0" and ids[-1] == "x39" and len(ids) < 40
+    assert main(["cassette", "ls", str(tmp_path)]) == 0
+    [line] = capsys.readouterr().out.strip().splitlines()
+    assert f"{len(exported)} exchange(s)" in line and "[" in line

@@ -96,3 +96,19 @@ def test_folder_of_cassettes_is_rescored_in_memory(tmp_path: Path, capsys: pytes
     assert not (folder / "scores.jsonl").exists()
     overall = [r for r in report["rates"] if r["scope"] == "overall"]
     assert [r["model"] for r in overall] == ["m"] and overall[0]["counts"]["unknown"] == 1
+
+
+@pytest.mark.parametrize("command", ["report", "rescore"])
+def test_a_folder_of_unreadable_cassettes_is_an_error_not_an_empty_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    (tmp_path / "a.cassette").write_bytes(b"")
+    (tmp_path / "b.cassette").write_bytes(b"\x28\xb5\x2f\xfd not zstd after all")
+    assert main([command, str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip().splitlines()
+    assert err[-1].startswith("bench: error: nothing to score in ")
+    assert any("a.cassette" in line and "0-byte" in line for line in err)
+    assert any("b.cassette" in line for line in err)
+    assert not (tmp_path / "scores.jsonl").exists()

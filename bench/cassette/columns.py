@@ -1,0 +1,83 @@
+"""v2's compact column for per-read arrival times (`response.chunk_us`), stored beside the record, not in it.
+
+The deltas are jittery microsecond counts: as msgpack integers they were ~1% of a recording's raw bytes but ~25% of
+its compressed size. Stored as uint32 little-endian with the bytes shuffled (every value's lowest byte, then every
+second byte, ...), the near-constant high bytes form long runs that zstd compresses well; the jitter is kept exactly.
+
+A v2 record's payload is `kind (u8), length (u32), column, msgpack record`: the proxy's event loop packs the record
+without its times (less work than packing them as integers) and the writer thread builds the column. Kinds:
+NONE (the record keeps whatever `response.chunk_us` it has), SHUFFLED (uint32 column), LIST (msgpack list: a value
+that does not fit a uint32, such as a negative delta or a gap over 71 minutes).
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from array import array
+from typing import Any
+
+import msgpack
+
+NONE, SHUFFLED, LIST = 0, 1, 2
+HEAD = struct.Struct("<BI")
+_WIDE = 4
+
+
+def payload_parts(packed: bytes, times: list[int] | None) -> tuple[bytes, bytes]:
+    """The v2 payload of a packed record and the times taken out of it (None: nothing was taken out), in two parts
+    that are never joined: a large record is not copied again on its way to the compressor."""
+    if times is None:
+        return HEAD.pack(NONE, 0), packed
+    kind, column = _column(times)
+    return HEAD.pack(kind, len(column)) + column, packed
+
+
+def payload(packed: bytes, times: list[int] | None) -> bytes:
+    return b"".join(payload_parts(packed, times))
+
+
+def _column(times: list[int]) -> tuple[int, bytes]:
+    try:
+        values = array("I", times)
+    except (OverflowError, TypeError):
+        return LIST, msgpack.packb(times)
+    if sys.byteorder != "little":  # pragma: no cover
+        values.byteswap()
+    raw = values.tobytes()
+    return SHUFFLED, b"".join(raw[i::_WIDE] for i in range(_WIDE))
+
+
+def split(data: bytes) -> tuple[bytes, list[int] | None]:
+    """(msgpack record, times or None) from a v2 payload; ValueError if it is not one."""
+    if len(data) < HEAD.size:
+        raise ValueError("payload shorter than its column header")
+    kind, n = HEAD.unpack_from(data)
+    end = HEAD.size + n
+    if end > len(data):
+        raise ValueError("column longer than its payload")
+    column = data[HEAD.size : end]
+    record = data[end:]
+    if kind == NONE:
+        return record, None
+    if kind == SHUFFLED:
+        return record, _unshuffle(column)
+    if kind == LIST:
+        times: Any = msgpack.unpackb(column)
+        if isinstance(times, list) and all(isinstance(t, int) for t in times):
+            return record, times
+    raise ValueError(f"unknown or malformed time column (kind {kind})")
+
+
+def _unshuffle(column: bytes) -> list[int]:
+    if len(column) % _WIDE:
+        raise ValueError("uint32 time column of a length that is not a multiple of 4")
+    n = len(column) // _WIDE
+    raw = bytearray(len(column))
+    for i in range(_WIDE):
+        raw[i::_WIDE] = column[i * n : (i + 1) * n]
+    values = array("I")
+    values.frombytes(bytes(raw))
+    if sys.byteorder != "little":  # pragma: no cover
+        values.byteswap()
+    return values.tolist()

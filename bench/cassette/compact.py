@@ -1,0 +1,146 @@
+"""Recompressing a closed cassette, and writing a whole v2 file at once (`bench cassette upgrade`).
+
+While recording, the writer compresses at a fast level and ends a zstd block after every batch (kill -9 safety).
+Once the end record is written neither is needed: the same framed records, recompressed in frames of SEGMENT_BYTES
+without block flushes at a higher level, take 10-25% less space. The new file is written beside the old one, every
+frame is decompressed and compared with the original bytes, and only then does it replace the old file (rename:
+a crash at any point leaves one whole cassette). Levels are chosen by size so that this takes a few seconds at most
+on a busy 2-core machine (benchmarks/cassette_size.py measures them: ~1.6 s of CPU for a 3.2 MB recording).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import zstandard
+
+from bench.cassette import frames
+from bench.cassette.format import SEGMENT_BYTES
+from bench.cassette.framing import record_ends
+
+# (raw bytes up to, zstd level), measured on a busy 2-core machine (benchmarks/cassette_size.py): level 19 takes
+# ~1.6 s of CPU for the 3.2 MB shipped recording (28.3x) where 15 gives 27.4x; 15 runs ~15 MB/s, 9 ~60 MB/s.
+CLOSE_LEVELS = ((8 << 20, 19), (32 << 20, 15), (128 << 20, 9))
+ARCHIVE_LEVEL = 19
+BLOCK_BYTES = 64 << 10
+
+
+class NotClean(Exception):
+    """The file is not a whole v2 cassette (cut, damaged): it is left as it is."""
+
+
+def level_for(raw_bytes: int) -> int | None:
+    return next((level for limit, level in CLOSE_LEVELS if raw_bytes <= limit), None)
+
+
+def compact(path: Path, raw_bytes: int, level: int | None = None) -> bool:
+    """Recompress a closed v2 cassette in place; False (file unchanged) if it is too large, not clean, or on error."""
+    level = level if level is not None else level_for(raw_bytes)
+    if level is None:
+        return False
+    try:
+        head, raw = _split(path)
+        replace_atomically(path, [head, *segment_frames(raw, level)])
+    except (OSError, NotClean):
+        return False
+    return True
+
+
+def _split(path: Path) -> tuple[bytes, bytearray]:
+    """The header frame's bytes as written, and the framed records of the rest, decompressed."""
+    buf = frames.open_bytes(path)
+    try:
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        dobj.decompress(buf[: frames.PIECE])
+        if not dobj.eof:
+            raise NotClean("header frame")
+        head_end = min(len(buf), frames.PIECE) - len(dobj.unused_data)
+        head = bytes(buf[:head_end])
+        raw = bytearray()
+        ended = False
+        for event in frames.walk(buf):
+            if isinstance(event, frames.Data) and event.frame > 0:
+                raw += event.data
+            elif isinstance(event, frames.FrameEnd):
+                ended = True
+            elif isinstance(event, frames.Cut | frames.Skipped):
+                raise NotClean(type(event).__name__)
+        if not ended:
+            raise NotClean("no frame")
+        return head, raw
+    finally:
+        if not isinstance(buf, bytes):
+            buf.close()
+
+
+def header_frame(header: dict[str, Any], level: int) -> bytes:
+    packed = msgpack.packb(header, use_bin_type=True)
+    return zstandard.ZstdCompressor(level=level, write_checksum=True).compress(packed)
+
+
+def segment_frames(raw: bytes | bytearray, level: int) -> Iterator[bytes]:
+    """Framed records in zstd frames of about SEGMENT_BYTES, split between records; each checked by decompressing.
+
+    A block ends every ~BLOCK_BYTES and before the last record (the end record), at record boundaries: a copy of the
+    file cut short loses only its last block, and a cut of its last bytes only the end record.
+    """
+    cctx = zstandard.ZstdCompressor(level=level)
+    dctx = zstandard.ZstdDecompressor()
+    view = memoryview(raw)
+    ends = list(record_ends(raw))
+    start = block = 0
+    cobj = cctx.compressobj()
+    parts: list[bytes] = []
+    for i, end in enumerate(ends):
+        last = i == len(ends) - 1
+        finish = last or end - start >= SEGMENT_BYTES
+        flush_block = not finish and (end - block >= BLOCK_BYTES or i == len(ends) - 2)
+        if not (finish or flush_block):
+            continue
+        parts.append(cobj.compress(view[block:end]))
+        block = end
+        if flush_block:
+            parts.append(cobj.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK))
+            continue
+        parts.append(cobj.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
+        frame = b"".join(parts)
+        if dctx.decompressobj().decompress(frame) != view[start:end]:
+            raise NotClean("recompressed frame differs")
+        yield frame
+        parts = []
+        cobj = cctx.compressobj()
+        start = end
+
+
+def replace_atomically(path: Path, parts: Iterable[bytes], verify: Callable[[Path], None] | None = None) -> None:
+    """Write parts to a file beside `path` (not named *.cassette, so readers never see it), fsync, `verify` it (which
+    raises if it is wrong), rename it over `path`."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        try:
+            for part in parts:
+                out = memoryview(part)
+                while out:
+                    out = out[os.write(fd, out) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if verify is not None:
+            verify(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):
+        dirfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dirfd)
+        finally:
+            os.close(dirfd)

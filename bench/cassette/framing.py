@@ -1,0 +1,165 @@
+"""v2 record framing: every record after the header is `length, seq, check` (three little-endian uint32) + payload.
+
+`seq` numbers the records of a file (the header is 0, the first exchange 1, ...), so a reader knows exactly how many
+records damage took; `check` is the low 32 bits of XXH3-64 of the payload seeded with `length << 32 | seq`, so it
+covers all three and no changed byte goes unnoticed (XXH3 rather than crc32: ~55x faster here, see pyproject).
+Records never span zstd frames: the data of each frame is unframed on its own, and damage inside a frame costs only
+the records it touches (the reader looks for the next record whose prefix and checksum hold).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import xxhash
+
+PREFIX = struct.Struct("<III")
+HEAD = struct.Struct("<II")
+SEQ = struct.Struct("<I")
+# A record at a frame's start may follow thousands lost in a skipped frame; the checksum is what decides.
+MAX_GAP = 1 << 24
+# Inside a damaged frame the reader searches for the next few sequence numbers (one `find` each).
+SEARCH_GAP = 256
+
+
+def check(length: int, seq: int, payload: bytes | memoryview) -> int:
+    return xxhash.xxh3_64_intdigest(payload, seed=(length << 32) | seq) & 0xFFFFFFFF
+
+
+def prefix(seq: int, *parts: bytes) -> bytes:
+    """The prefix of a record whose payload is the parts one after the other."""
+    length = sum(map(len, parts))
+    if len(parts) == 1:
+        return PREFIX.pack(length, seq, check(length, seq, parts[0]))
+    hasher = xxhash.xxh3_64(seed=(length << 32) | seq)
+    for part in parts:
+        hasher.update(part)
+    return PREFIX.pack(length, seq, hasher.intdigest() & 0xFFFFFFFF)
+
+
+def frame_record(seq: int, payload: bytes) -> bytes:
+    return prefix(seq, payload) + payload
+
+
+def record_ends(data: bytes | bytearray | memoryview) -> Iterator[int]:
+    """Offsets just past each framed record of well-formed data (the writer's own output)."""
+    pos = 0
+    while pos < len(data):
+        length, _, _ = PREFIX.unpack_from(data, pos)
+        pos += PREFIX.size + length
+        yield pos
+
+
+@dataclass
+class Unframer:
+    """Framed records out of a frame's decompressed data; counts what damage took.
+
+    `feed` the data as it comes, `finish` at the end of a frame (clean, damaged or cut). After damage inside a frame,
+    the rest of that frame is buffered and searched for the next valid record.
+    """
+
+    last_seq: int = 0
+    lost: int = 0  # records known to be missing (gaps in seq)
+    bad_bytes: int = 0  # decompressed bytes that held no valid record
+
+    def __post_init__(self) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        self._resync = False
+
+    def feed(self, data: bytes) -> Iterator[tuple[int, bytes]]:
+        self._buf += data
+        if not self._resync:
+            yield from self._parse()
+
+    def finish(self) -> Iterator[tuple[int, bytes]]:
+        """End of the frame's data: resynchronise through what is left, then count the rest as damage."""
+        if self._resync:
+            yield from self._search()
+        self.bad_bytes += len(self._buf) - self._pos
+        self._buf = bytearray()
+        self._pos = 0
+        self._resync = False
+
+    def _parse(self) -> Iterator[tuple[int, bytes]]:
+        buf = self._buf
+        while len(buf) - self._pos >= PREFIX.size:
+            if self._incomplete(self._pos):
+                break
+            got = self._valid_at(self._pos)
+            if got is None:  # damaged here: search the rest of the frame once it has all arrived
+                self._resync = True
+                return
+            yield self._take(*got)
+        if self._pos > 1 << 20 and self._pos * 2 > len(buf):
+            del buf[: self._pos]
+            self._pos = 0
+
+    def _search(self) -> Iterator[tuple[int, bytes]]:
+        buf = self._buf
+        start = self._pos
+        while True:
+            found = self._next_valid(start)
+            if found is None:
+                return
+            at, seq, end = found
+            self.bad_bytes += at - self._pos
+            self._pos = at
+            yield self._take(seq, end)
+            # Go on normally from the next record; damage further on starts another search.
+            while len(buf) - self._pos >= PREFIX.size:
+                got = self._valid_at(self._pos)
+                if got is None:
+                    break
+                yield self._take(*got)
+            start = self._pos
+
+    def _take(self, seq: int, end: int) -> tuple[int, bytes]:
+        payload = memoryview(self._buf)[self._pos + PREFIX.size : end].tobytes()
+        if seq > self.last_seq + 1:
+            self.lost += seq - self.last_seq - 1
+        self.last_seq = seq
+        self._pos = end
+        return seq, payload
+
+    def _incomplete(self, pos: int) -> bool:
+        """A plausible record at pos whose bytes have not all arrived yet."""
+        length, seq, _ = PREFIX.unpack_from(self._buf, pos)
+        return bool(self.last_seq < seq <= self.last_seq + MAX_GAP and pos + PREFIX.size + length > len(self._buf))
+
+    def _valid_at(self, pos: int, gap: int = MAX_GAP) -> tuple[int, int] | None:
+        """(seq, end) of a whole, valid record at pos, else None."""
+        length, seq, stored = PREFIX.unpack_from(self._buf, pos)
+        if seq <= self.last_seq or seq > self.last_seq + gap:
+            return None
+        end = pos + PREFIX.size + length
+        if end > len(self._buf):
+            return None
+        view = memoryview(self._buf)
+        try:
+            if check(length, seq, view[pos + PREFIX.size : end]) != stored:
+                return None
+        finally:
+            view.release()
+        return seq, end
+
+    def _next_valid(self, start: int) -> tuple[int, int, int] | None:
+        """The first valid record after `start`: found by its sequence number, the next few after the last good."""
+        buf = self._buf
+        best: tuple[int, int, int] | None = None
+        limit = len(buf)
+        for seq in range(self.last_seq + 1, self.last_seq + SEARCH_GAP + 1):
+            needle = SEQ.pack(seq)
+            at = buf.find(needle, start + 1 + HEAD.size - SEQ.size, limit)
+            while at >= 0:
+                pos = at - (HEAD.size - SEQ.size)
+                if pos > start and pos + PREFIX.size <= len(buf):
+                    got = self._valid_at(pos, gap=SEARCH_GAP)
+                    if got:
+                        best = (pos, got[0], got[1])
+                        limit = pos  # only an earlier record can beat this one
+                        break
+                at = buf.find(needle, at + 1, limit)
+        return best
