@@ -76,9 +76,12 @@ async def test_record_then_replay_the_same_bytes_with_the_server_stopped(smollm2
 
 
 async def test_recorded_timing_agrees_with_what_the_client_measured(smollm2: str, tmp_path: Path) -> None:
-    """Catches mis-stamped reads (stamped on write, merged or split reads, a late t0): each is off by a token's time
-    (~7 ms) or more. The 1 ms figure itself is measured by benchmarks/timing_fidelity.py on a quiet machine, since a
-    shared 2-core machine delays any process by ms; the bounds leave room for that and no more."""
+    """Catches mis-stamped reads: merged or split reads (events counted differently), reads stamped later than the
+    client got them or a t0 taken before the client sent the request (a recorded TTFT longer than the client's, which
+    causality forbids: the proxy reads the request after the client wrote it and each event before the client reads
+    it), and gaps between events off by a token's time (~7 ms). How close the two TTFTs are is a figure, not a bound:
+    it includes how soon the machine schedules the proxy, which a loaded machine delays by tens of ms, so it is
+    measured by benchmarks/timing_fidelity.py on a quiet machine (docs/proxy.md)."""
     result = await measure_fidelity(smollm2.removesuffix("/v1"), tmp_path, requests=8, max_tokens=40)
     assert result.recorded == 8
     for name, level in (("wire", result.wire), ("bytes", result.bytes), ("sdk", result.sdk)):
@@ -86,7 +89,8 @@ async def test_recorded_timing_agrees_with_what_the_client_measured(smollm2: str
         ttft_p50 = statistics.median(abs(d) for d in level.ttft_diff_us)
         itl_p50 = statistics.median(abs(d) for d in level.itl_diff_us)
         print(f"{name}: TTFT |client - recorded| p50 {ttft_p50:.0f} us; ITL p50 {itl_p50:.0f} us")
+        # Recorded offsets are whole microseconds, rounded down: a few us of slack, no more.
+        assert min(level.ttft_diff_us) > -10, f"{name}: a recorded TTFT longer than the client's: {level.ttft_diff_us}"
     # At the socket the client measures what the proxy measures on its side; the client's HTTP stack and the
     # SDK's decoding are not the proxy's to bound.
-    assert statistics.median(abs(d) for d in result.wire.ttft_diff_us) < 5_000, result.wire.ttft_diff_us
     assert statistics.median(abs(d) for d in result.wire.itl_diff_us) < 2_000
