@@ -132,15 +132,21 @@ class SecretSet:
     def forms(self) -> list[bytes]:
         """Every form of every value long enough to scrub, longest first; a value that contains another is left
         out (scrubbing the shorter one removes it in every form too)."""
-        long = sorted((v for v in self.values if len(v) >= MIN_SCRUB_LEN), key=len)
-        kept: list[str] = []
-        for v in long:
-            if not any(k in v for k in kept):
-                kept.append(v)
-        out: set[bytes] = set()
-        for v in kept:
-            out.update(secret_forms(v))
-        return sorted(out, key=len, reverse=True)
+        return _forms_of(frozenset(self.values))
+
+
+@functools.lru_cache(maxsize=1024)
+def _forms_of(values: frozenset[str]) -> list[bytes]:
+    # The same keys arrive with every exchange: worked out once per set of values.
+    long = sorted((v for v in values if len(v) >= MIN_SCRUB_LEN), key=len)
+    kept: list[str] = []
+    for v in long:
+        if not any(k in v for k in kept):
+            kept.append(v)
+    out: set[bytes] = set()
+    for v in kept:
+        out.update(secret_forms(v))
+    return sorted(out, key=len, reverse=True)
 
 
 # -- the parts -------------------------------------------------------------------------------------------------------
@@ -192,9 +198,11 @@ def redact_json_fields(
     if head not in (b"{", b"["):
         return body
     # Parsing every request body costs more than the rest of redaction: parse only when a secret field's name is
-    # there as a key (or the body holds escapes, which a key could be written with).
-    if b"\\u" not in body and _field_names(fields | any_value).search(body) is None:
-        return body
+    # there as a quoted string (or the body holds escapes, which a key could be written with).
+    if b"\\u" not in body:
+        lowered = body.lower()
+        if not any(name in lowered for name in _quoted(fields | any_value)):
+            return body
     try:
         doc = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -227,9 +235,8 @@ def redact_json_fields(
 
 
 @functools.lru_cache(maxsize=64)
-def _field_names(names: frozenset[str]) -> re.Pattern[bytes]:
-    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
-    return re.compile(rb'"(?:' + alternatives + rb')"\s*:', re.IGNORECASE)
+def _quoted(names: frozenset[str]) -> tuple[bytes, ...]:
+    return tuple(b'"' + n.lower().encode() + b'"' for n in names)
 
 
 def _spans(data: bytes, forms: Sequence[bytes]) -> list[tuple[int, int]]:
