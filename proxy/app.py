@@ -51,6 +51,10 @@ log = logging.getLogger("bench.proxy")
 
 # Request bodies are read whole (they are fingerprinted and recorded); chat requests with images can be large.
 MAX_REQUEST_BODY = 256 << 20
+# A connection closed with a last response (a 408) first ends its sending side and drops what the client still sends
+# for this long: closing a socket with unread bytes sends a reset, which can destroy the response before the client
+# has read it (a trickling client always has a byte in flight).
+LINGER = 2.0
 
 
 @dataclass(frozen=True)
@@ -143,14 +147,27 @@ class ArrivalStamps(web.RequestHandler):
         if waiter is None or waiter.done():
             return  # the head is complete: its request is being handled
         self.proxy.stats.slow_clients += 1
-        if self.last_read >= since:
-            # Part of a head came: tell the client why, as nginx does.
-            message = f"bench proxy: request head not complete within {timeout:g} s (--header-timeout)"
-            self.transport.write(
-                raw_error(408, "Request Timeout", message, type="invalid_request_error", code="request_timeout")
-            )
         log.info("bench proxy: closed a connection from %s: no whole request head in %g s", self._peer(), timeout)
-        self.force_close()
+        if self.last_read < since:
+            self.force_close()  # nothing came: nothing to answer
+            return
+        # Part of a head came: tell the client why, as nginx does.
+        message = f"bench proxy: request head not complete within {timeout:g} s (--header-timeout)"
+        self.transport.write(
+            raw_error(408, "Request Timeout", message, type="invalid_request_error", code="request_timeout")
+        )
+        self.linger()
+
+    def linger(self) -> None:
+        """End the connection after what was written: FIN now, drop what the client still sends, close after LINGER
+        seconds (or when the client closes)."""
+        transport = self.transport
+        if transport is None:
+            return
+        self._close = True  # aiohttp's flag: data_received drops every later read (close() would close at once)
+        if transport.can_write_eof():
+            transport.write_eof()
+        self._loop.call_later(LINGER, self.force_close)
 
     def _peer(self) -> str:
         peer = self.peername
@@ -243,11 +260,12 @@ async def _read_body(request: web.BaseRequest, state: ProxyState, limits: Client
         assert limits.body_timeout is not None
         refused = body_timeout(limits.body_timeout)
         why = f"body not received within {limits.body_timeout:g} s"
-        # Answer and close now: aiohttp would otherwise linger, reading the rest of the trickle for 10 s more.
+        # Answer and end the connection now: aiohttp would read the rest of the trickle for 10 s more first.
         with contextlib.suppress(ConnectionError):
             await refused.prepare(request)
             await refused.write_eof()
-        request.protocol.force_close()
+        if isinstance(request.protocol, ArrivalStamps):
+            request.protocol.linger()
     state.stats.bad_requests += 1
     log.warning("bench proxy: %d for %s %s: %s", refused.status, request.method, request.path, why)
     return refused

@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ from tests.proxy.test_arrival import chat_request
 from tests.support.upstream import Upstream
 
 CLOSED_WITHIN = 30.0  # seconds: a correct server closes after its bound (well under a second here)
-SHORT = ClientLimits(header_timeout=0.3, keepalive_timeout=0.3, body_timeout=0.3)
+SHORT = 0.3  # the bound under test; the others stay at 60 s, so that no other bound can fire on a loaded machine
+LONG = ClientLimits(header_timeout=60, keepalive_timeout=60, body_timeout=60)
 
 MALFORMED = {
     "bad HTTP version": b"GET /v1/models HTTP/9.7\r\nHost: proxy\r\n\r\n",
@@ -37,8 +39,10 @@ MALFORMED = {
 
 
 @pytest.fixture
-async def proxy(upstream: Upstream, cassettes: Path) -> AsyncIterator[RunningProxy]:
-    running = await start_proxy(upstream=upstream.url, cassettes=cassettes, limits=SHORT)
+async def proxy(upstream: Upstream, cassettes: Path, request: pytest.FixtureRequest) -> AsyncIterator[RunningProxy]:
+    """The proxy with the bound a test names in `@pytest.mark.parametrize("proxy", [...], indirect=True)` short."""
+    bounds = {getattr(request, "param", ""): SHORT} if getattr(request, "param", "") else {}
+    running = await start_proxy(upstream=upstream.url, cassettes=cassettes, limits=replace(LONG, **bounds))
     yield running
     await running.close()
 
@@ -125,6 +129,7 @@ async def test_a_body_over_the_limit_gets_an_openai_shaped_413(
     assert proxy.stats.bad_requests == 2 and proxy.stats.exchanges == 0
 
 
+@pytest.mark.parametrize("proxy", ["header_timeout"], indirect=True)
 async def test_silent_and_trickling_connections_are_closed_after_the_header_timeout(
     proxy: RunningProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -156,6 +161,7 @@ async def test_silent_and_trickling_connections_are_closed_after_the_header_time
     assert len(one_line_each(caplog, 10)) == 10
 
 
+@pytest.mark.parametrize("proxy", ["header_timeout"], indirect=True)
 async def test_a_request_that_arrives_in_time_is_not_cut_by_the_header_timeout(
     proxy: RunningProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -176,7 +182,7 @@ async def test_an_idle_kept_alive_connection_is_closed_and_a_late_head_is_bounde
     upstream: Upstream, cassettes: Path
 ) -> None:
     # Long header timeout: the idle connection is closed by the keep-alive bound.
-    limits = ClientLimits(header_timeout=60, keepalive_timeout=0.3, body_timeout=60)
+    limits = replace(LONG, keepalive_timeout=SHORT)
     async with await start_proxy(upstream=upstream.url, cassettes=cassettes, limits=limits) as proxy:
         reader, writer = await connect(proxy)
         writer.write(b"GET /v1/models HTTP/1.1\r\nHost: proxy\r\n\r\n")
@@ -185,7 +191,7 @@ async def test_an_idle_kept_alive_connection_is_closed_and_a_late_head_is_bounde
         assert await closed_by_server(reader) == b""
         writer.close()
     # Long keep-alive: a head begun on a kept-alive connection is closed by the header bound.
-    limits = ClientLimits(header_timeout=0.3, keepalive_timeout=60, body_timeout=60)
+    limits = replace(LONG, header_timeout=SHORT)
     async with await start_proxy(upstream=upstream.url, cassettes=cassettes, limits=limits) as proxy:
         reader, writer = await connect(proxy)
         writer.write(b"GET /v1/models HTTP/1.1\r\nHost: proxy\r\n\r\n")
@@ -199,6 +205,7 @@ async def test_an_idle_kept_alive_connection_is_closed_and_a_late_head_is_bounde
         assert proxy.stats.slow_clients == 1
 
 
+@pytest.mark.parametrize("proxy", ["body_timeout"], indirect=True)
 async def test_a_trickling_body_gets_a_408_and_the_connection_is_closed(
     proxy: RunningProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
