@@ -194,11 +194,14 @@ def _tail_pending(tail: bytes) -> bool:
         return False
     if not tail.endswith(b"\n"):
         return True
+    event = b""  # the last event: line's value counts, as in the parser (an empty one clears the name)
     for raw in tail[:-1].split(b"\n"):
         name, _sep, value = raw.partition(b":")
-        if name == b"data" or (name == b"event" and (value[1:] if value.startswith(b" ") else value)):
+        if name == b"data":
             return True
-    return False
+        if name == b"event":
+            event = value[1:] if value.startswith(b" ") else value
+    return bool(event)
 
 
 def _block_data(block: bytes) -> str | None:

@@ -97,3 +97,12 @@ def test_chunking_never_changes_the_events(raw: bytes, cuts: list[int]) -> None:
     bounds = sorted({c for c in cuts if c <= len(raw)} | {0, len(raw)})
     chunks = [raw[a:b] for a, b in itertools.pairwise(bounds)]
     assert parse_all(chunks) == parse_all([raw])
+
+
+def test_an_event_name_cleared_by_an_empty_event_line_leaves_nothing_pending() -> None:
+    # Found by hypothesis: the fast path counted any named event: line, the parser only the last one.
+    for tail, pending in ((b"event: e\nevent:\n", False), (b"event:\nevent: e\n", True), (b"event: e\n", True)):
+        parser = SSEParser()
+        parser.feed(tail)
+        assert events_with_times([tail], [0]) == ([], pending)
+        assert parser.pending is pending
