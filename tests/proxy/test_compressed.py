@@ -130,8 +130,9 @@ async def test_the_first_token_is_the_read_whose_decoded_bytes_complete_it(upstr
             break
     assert first_word_read is not None
     assert record["timing"]["first_token"] == offsets[first_word_read]
-    if first_word_read > 0:  # the role chunk's read came first, 60 ms earlier (unless both arrived in one read)
-        assert record["timing"]["first_token"] - offsets[0] >= 50_000
+    if first_word_read > 0:  # the role chunk's read came first (unless both arrived in one read): a later time
+        # (not "60 ms later": how soon each read is taken depends on the load, which the test does not control)
+        assert record["timing"]["first_token"] > offsets[0]
 
 
 def test_a_catalog_recorded_through_a_compressing_gateway_scores_as_the_plain_run(tmp_path: Path) -> None:
