@@ -24,7 +24,7 @@ def cost_sections(c: Cost | None) -> list[Section]:
     columns = ["requests", "input tokens", "cached input", "output tokens", "cost"]
     notes = ["Cost = (input - cached) x input price + cached x cached-input price + output x output price, per 1M."]
     if c.total.estimated or c.total.missing_input:
-        notes.append("* estimated: some output tokens counted from the stream, or input tokens missing (no usage).")
+        notes.append("* estimated: some token counts were counted, not reported in usage, or missing (no usage).")
     if c.unpriced_models:
         notes.append("Not in the price table (no cost counted): " + ", ".join(c.unpriced_models))
     out = [

@@ -9,11 +9,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import orjson
 import pytest
 
 from scorer.report import aggregate, render_html
 from scorer.report.load import load
 from tests.scorer.report.factory import meta, synthetic, write_scores
+from tests.scorer.test_traffic import _entry
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -36,7 +38,19 @@ document.getElementById("measure").textContent = JSON.stringify(out);
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium package (/usr/bin/chromium) to render")
 def test_charts_are_drawn_in_a_browser(tmp_path: Path) -> None:
     scores = write_scores(tmp_path / "scores.jsonl", meta(), synthetic(600, models=3, epochs=2))
+    # Traffic lines of three endpoints and two clients, one of them failing: the traffic charts.
+    traffic = [
+        _entry(i, "fp_a", endpoint=endpoint, client=client, status=status)
+        for i, (endpoint, client, status) in enumerate(
+            [("chat.completions", "curl", 200), ("chat.completions", "curl", 500)] * 5
+            + [("responses", "OpenAI/Python", 200)] * 4
+            + [("embeddings", "OpenAI/Python", 200)] * 3
+        )
+    ]
+    with scores.open("ab") as fh:
+        fh.writelines(orjson.dumps(t) + b"\n" for t in traffic)
     report = aggregate.build(load(scores))
+    assert len(report.traffic.rows) == 3
     page = render_html.render(report)
     probe = tmp_path / "probe.html"
     probe.write_text(page.replace("</body>", MEASURE + "</body>"))
@@ -75,3 +89,7 @@ def test_charts_are_drawn_in_a_browser(tmp_path: Path) -> None:
     assert charts["chart-box-0"]["boxes"] == 3
     assert charts["chart-cdf-ttft_ms"]["lines"] == 3
     assert charts["chart-failures"]["segments"] >= 3
+    # Requests by status: one segment per (group, status); E2EL and TTFT boxes per traffic group.
+    assert charts["chart-traffic-status"]["segments"] == 4
+    assert charts["chart-traffic-e2el"]["boxes"] == 3
+    assert charts["chart-traffic-ttft"]["boxes"] == 3
