@@ -227,7 +227,10 @@ def _judge(item: pytest.Item, recording: TestRecording, report: pytest.TestRepor
         report.outcome = "failed"
         report.longrepr = text
     else:
-        report.sections.append(("bench", text))
+        shown = str(report.longrepr)
+        extra = "\n".join(p for p in problems if p not in shown)
+        if extra:
+            report.sections.append(("bench", extra))
 
 
 class Reporter:
