@@ -17,7 +17,7 @@ function el(tag, attrs, ...children) {
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v);
   }
-  for (const c of children.flat()) if (c !== null && c !== undefined) node.append(c instanceof Node ? c : String(c));
+  for (const c of children.flat(Infinity)) if (c !== null && c !== undefined) node.append(c instanceof Node ? c : String(c));
   return node;
 }
 
@@ -179,7 +179,7 @@ async function showResult(params) {
   main.replaceChildren(
     el("h2", {}, `${d.row.test} · ${d.row.model} · epoch ${d.row.epoch}`),
     el("div", {}, link("results", { run: d.row.run, model: d.row.model }, "← results of this run and model"), ` · run ${d.row.run}`),
-    resultBody(d, key));
+    ...resultBody(d, key).flat(Infinity).filter((c) => c !== null));
 }
 
 async function showCompare(params) {
