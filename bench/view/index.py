@@ -136,8 +136,10 @@ def _runs(index: Index) -> list[Run]:
     first: dict[str, int] = {}
     for row, result in zip(index.rows, index.results, strict=True):
         c = counts[row.run][row.model]
-        c[1] += 1
-        c[0] += row.passed is True
+        # As in the reports: results that errored in transport (status "errored") are left out of pass rates.
+        if result.get("status", "scored") == "scored":
+            c[1] += 1
+            c[0] += row.passed is True
         first.setdefault(row.run, row.n)
         if result.get("system_fingerprint"):
             fingerprints[row.run].add(str(result["system_fingerprint"]))
@@ -157,7 +159,7 @@ def _runs(index: Index) -> list[Run]:
                 settings=dict(index.results[n0].get("settings") or {}),
                 fingerprints=sorted(fingerprints[run_id]),
                 catalog_hash=_catalog_hash(source.meta, run_id),
-                results=sum(n for _, n in models.values()),
+                results=sum(1 for r in index.rows if r.run == run_id),
             )
         )
     return runs
