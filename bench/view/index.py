@@ -64,7 +64,7 @@ class Index:
         self.results: list[dict[str, Any]] = []
         self.by_key: dict[tuple[str, str, str, int], int] = {}
         for s, scores in enumerate(sources):
-            for result in scores.results:
+            for result in [*scores.results, *_untagged(scores)]:
                 row = _row(len(self.rows), s, result)
                 self.by_key[(row.run, row.model, row.test, row.epoch)] = row.n
                 self.rows.append(row)
@@ -102,6 +102,36 @@ class Index:
         except (CassetteError, OSError) as exc:
             raise BenchError(f"cannot read the cassette of this result: {exc}") from None
         return found
+
+
+UNTAGGED = "untagged"
+
+
+def _untagged(scores: Scores) -> list[dict[str, Any]]:
+    """Exchanges that no result covers (untagged traffic no rule scored), as unscored results of the run
+    "untagged", suite = endpoint and test = cassette#id, so they browse like any result."""
+    covered = {(str(r.get("cassette")), str(e.get("id"))) for r in scores.results for e in r.get("exchanges") or []}
+    found = []
+    for entry in scores.traffic:
+        key = (str(entry.get("cassette")), str(entry.get("id")))
+        if key in covered:
+            continue
+        found.append(
+            {
+                "run": UNTAGGED,
+                "model": entry.get("model") or entry.get("served_model") or "",
+                "suite": entry.get("endpoint") or "",
+                "test": f"{key[0]}#{key[1]}",
+                "epoch": 0,
+                "passed": None,
+                "status": "unscored",
+                "cassette": key[0],
+                "system_fingerprint": entry.get("system_fingerprint"),
+                "findings": entry.get("findings") or [],
+                "exchanges": [{**entry, "final": True}],
+            }
+        )
+    return found
 
 
 def _final(result: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +205,7 @@ def _catalog_hash(meta: dict[str, Any], run_id: str) -> str | None:
 
 def open_index(paths: Iterable[Path]) -> Index:
     """Load every PATH (a scores file, a folder with scores.jsonl, or cassettes to rescore in memory)."""
-    sources = [load(Path(p)) for p in paths]
-    if not any(s.results for s in sources):
-        raise BenchError("no scored results in the given paths; run `bench rescore PATH` first")
-    return Index(sources)
+    index = Index([load(Path(p)) for p in paths])
+    if not index.rows:
+        raise BenchError("no results and no exchanges in the given paths; record a run or run `bench rescore PATH`")
+    return index
