@@ -18,6 +18,8 @@ from bench.errors import BenchError, CassetteError
 from scorer.report.load import Scores, load
 from scorer.report.stats import wilson
 
+RECENT = 8  # results whose records stay in memory after being opened
+
 
 class Row(msgspec.Struct, frozen=True):
     """One result as the results table shows it; `n` is its position in Index.rows (stable for one load)."""
@@ -61,6 +63,7 @@ class Index:
     def __init__(self, sources: list[Scores]) -> None:
         self.sources = sources
         self.rows: list[Row] = []
+        self._recent: dict[int, dict[str, dict[str, Any]]] = {}
         self.results: list[dict[str, Any]] = []
         self.by_key: dict[tuple[str, str, str, int], int] = {}
         for s, scores in enumerate(sources):
@@ -88,7 +91,18 @@ class Index:
 
     def records(self, n: int) -> dict[str, dict[str, Any]]:
         """The result's exchange records by id, read from its cassette (a streaming scan that stops when all are
-        found, so memory stays one record at a time)."""
+        found, so memory stays one record at a time). The last few results read are kept: opening a result and then
+        its raw bytes, or the two sides of a flip, scans once."""
+        if n in self._recent:
+            self._recent[n] = self._recent.pop(n)
+            return self._recent[n]
+        found = self._scan(n)
+        self._recent[n] = found
+        while len(self._recent) > RECENT:
+            del self._recent[next(iter(self._recent))]
+        return found
+
+    def _scan(self, n: int) -> dict[str, dict[str, Any]]:
         wanted = {str(e.get("id")) for e in self.results[n].get("exchanges") or []}
         found: dict[str, dict[str, Any]] = {}
         if not wanted:

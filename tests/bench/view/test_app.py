@@ -140,3 +140,13 @@ def test_off_loopback_needs_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
     assert token_for("0.0.0.0", "VIEW_TOKEN") == "abc"
     with pytest.raises(BenchError, match="NOPE"):
         token_for("0.0.0.0", "NOPE")
+
+
+def test_recently_opened_results_are_not_read_again(smollm2_index: Index) -> None:
+    row = smollm2_index.rows[-1]
+    first = smollm2_index.records(row.n)
+    assert smollm2_index.records(row.n) is first
+    for other in smollm2_index.rows[:20]:
+        smollm2_index.records(other.n)
+    again = smollm2_index.records(row.n)
+    assert again is not first and again.keys() == first.keys()
