@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "catalog.demo_command",
     "scorer.command",
     "scorer.report_command",
+    "bench.view.command",
 )
 
 Handler = Callable[[argparse.Namespace], int | None]

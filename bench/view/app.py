@@ -1,0 +1,146 @@
+"""The aiohttp app of `bench view`: a JSON API over the index and the static single page that draws it."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from bench.errors import BenchError
+from bench.view.compare import Side, compare
+from bench.view.detail import detail, raw_stream
+from bench.view.index import Index
+from bench.view.paging import page, parse_query
+
+INDEX_KEY = web.AppKey("index", Index)
+TOKEN_KEY = web.AppKey("token", str)
+COOKIE = "bench_view_token"
+STATIC = resources.files("bench.view") / "static"
+_encoder = msgspec.json.Encoder()
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _json(value: Any) -> web.Response:
+    return web.Response(body=_encoder.encode(value), content_type="application/json")
+
+
+def _bad(message: str, status: int = 400) -> web.Response:
+    return web.Response(body=_encoder.encode({"error": message}), status=status, content_type="application/json")
+
+
+@web.middleware
+async def _token_gate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """With a token, every request carries it: ?token= once (then a cookie), or an Authorization bearer header."""
+    token = request.app.get(TOKEN_KEY)
+    if not token:
+        return await handler(request)
+    header = request.headers.get("Authorization", "")
+    given = request.query.get("token") or request.cookies.get(COOKIE) or header.removeprefix("Bearer ")
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        return _bad("missing or wrong token: open the URL `bench view` printed (it carries ?token=)", 401)
+    response = await handler(request)
+    if request.query.get("token"):
+        response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+    return response
+
+
+def _int(request: web.Request, name: str) -> int:
+    text = request.query.get(name, "")
+    if not text.lstrip("-").isdigit():
+        raise ValueError(f"{name}={text!r}: give a whole number")
+    return int(text)
+
+
+def _result_n(request: web.Request) -> int:
+    q = request.query
+    for name in ("run", "model", "test"):
+        if name not in q:
+            raise ValueError(f"missing {name}=: a result is named by run, model, test and epoch")
+    return request.app[INDEX_KEY].find(q["run"], q["model"], q["test"], _int(request, "epoch"))
+
+
+async def page_html(request: web.Request) -> web.StreamResponse:
+    return web.Response(body=(STATIC / "index.html").read_bytes(), content_type="text/html")
+
+
+async def static(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    types = {".js": "text/javascript", ".css": "text/css", ".txt": "text/plain"}
+    kind = next((t for ext, t in types.items() if name.endswith(ext)), None)
+    item = STATIC / name
+    if kind is None or "/" in name or not item.is_file():
+        return _bad(f"no asset {name!r}", 404)
+    return web.Response(body=item.read_bytes(), content_type=kind)
+
+
+async def runs(request: web.Request) -> web.StreamResponse:
+    index = request.app[INDEX_KEY]
+    return _json({"runs": index.runs, "facets": index.facets})
+
+
+async def results(request: web.Request) -> web.StreamResponse:
+    try:
+        query = parse_query(request.query)
+    except ValueError as exc:
+        return _bad(str(exc))
+    return _json(page(request.app[INDEX_KEY].rows, query))
+
+
+async def result(request: web.Request) -> web.StreamResponse:
+    try:
+        n = _result_n(request)
+    except ValueError as exc:
+        return _bad(str(exc))
+    except KeyError as exc:
+        return _bad(str(exc.args[0]), 404)
+    try:
+        return _json(detail(request.app[INDEX_KEY], n))
+    except BenchError as exc:
+        return _bad(str(exc), 500)
+
+
+async def raw(request: web.Request) -> web.StreamResponse:
+    try:
+        n = _result_n(request)
+        body = raw_stream(request.app[INDEX_KEY], n, request.query.get("id", ""))
+    except ValueError as exc:
+        return _bad(str(exc))
+    except KeyError as exc:
+        return _bad(str(exc.args[0]), 404)
+    except BenchError as exc:
+        return _bad(str(exc), 500)
+    if body is None:
+        return _bad(f"exchange {request.query.get('id', '')!r} is not one of this result's", 404)
+    # The bytes as recorded; shown as text so a click on "raw" reads them in the browser.
+    return web.Response(body=body, content_type="text/plain", charset="utf-8")
+
+
+async def compare_view(request: web.Request) -> web.StreamResponse:
+    q = request.query
+    missing = [k for k in ("a_run", "a_model", "b_run", "b_model") if not q.get(k)]
+    if missing:
+        return _bad(f"missing {', '.join(missing)}: compare names two sides, each a run and a model")
+    try:
+        return _json(compare(request.app[INDEX_KEY], Side(q["a_run"], q["a_model"]), Side(q["b_run"], q["b_model"])))
+    except KeyError as exc:
+        return _bad(str(exc.args[0]), 404)
+
+
+def make_app(index: Index, token: str | None = None) -> web.Application:
+    app = web.Application(middlewares=[_token_gate])
+    app[INDEX_KEY] = index
+    if token:
+        app[TOKEN_KEY] = token
+    app.router.add_get("/", page_html)
+    app.router.add_get("/static/{name}", static)
+    app.router.add_get("/api/runs", runs)
+    app.router.add_get("/api/results", results)
+    app.router.add_get("/api/result", result)
+    app.router.add_get("/api/raw", raw)
+    app.router.add_get("/api/compare", compare_view)
+    return app

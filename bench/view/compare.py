@@ -1,0 +1,57 @@
+"""Two sides (a run and a model each) on the same tests and epochs: flips first, then the rest."""
+
+from __future__ import annotations
+
+import msgspec
+
+from bench.view.index import Index, Row
+
+
+class Side(msgspec.Struct):
+    run: str
+    model: str
+
+
+class Pair(msgspec.Struct):
+    test: str
+    epoch: int
+    a: Row
+    b: Row
+    flip: str | None  # "regressed" (a passed, b failed), "improved", or None
+
+
+class Comparison(msgspec.Struct):
+    a: Side
+    b: Side
+    pairs: list[Pair]
+    regressed: int
+    improved: int
+    only_a: int
+    only_b: int
+
+
+def _side_rows(index: Index, side: Side) -> dict[tuple[str, int], Row]:
+    rows = {(r.test, r.epoch): r for r in index.rows if r.run == side.run and r.model == side.model}
+    if not rows:
+        raise KeyError(f"no results for run {side.run!r} and model {side.model!r}")
+    return rows
+
+
+def compare(index: Index, a: Side, b: Side) -> Comparison:
+    ra, rb = _side_rows(index, a), _side_rows(index, b)
+    pairs = []
+    for key in sorted(ra.keys() & rb.keys()):
+        pa, pb = ra[key].passed, rb[key].passed
+        flip = "regressed" if pa is True and pb is False else "improved" if pa is False and pb is True else None
+        pairs.append(Pair(test=key[0], epoch=key[1], a=ra[key], b=rb[key], flip=flip))
+    order = {"regressed": 0, "improved": 1, None: 2}
+    pairs.sort(key=lambda p: order[p.flip])
+    return Comparison(
+        a=a,
+        b=b,
+        pairs=pairs,
+        regressed=sum(p.flip == "regressed" for p in pairs),
+        improved=sum(p.flip == "improved" for p in pairs),
+        only_a=len(ra.keys() - rb.keys()),
+        only_b=len(rb.keys() - ra.keys()),
+    )

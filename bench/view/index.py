@@ -1,0 +1,225 @@
+"""What `bench view` serves, loaded once: every result of every scores source, as typed rows, plus the runs.
+
+Scores are read with the scorer's own loader (a scores file, or a folder rescored in memory); a result's exchanges
+are read from its cassette only when one result is opened, so a run of 100,000 exchanges costs one row each here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bench.cassette import CassetteReader
+from bench.errors import BenchError, CassetteError
+from scorer.report.load import Scores, load
+from scorer.report.stats import wilson
+
+RECENT = 8  # results whose records stay in memory after being opened
+
+
+class Row(msgspec.Struct, frozen=True):
+    """One result as the results table shows it; `n` is its position in Index.rows (stable for one load)."""
+
+    n: int
+    run: str
+    model: str
+    suite: str
+    test: str
+    epoch: int
+    passed: bool | None
+    failure_type: str | None
+    score: float | None
+    ttft_us: int | None
+    e2el_us: int | None
+    tokens: int | None
+    retries: int
+    source: int
+
+
+class ModelRate(msgspec.Struct):
+    model: str
+    passed: int
+    n: int
+    rate: float
+    low: float
+    high: float
+
+
+class Run(msgspec.Struct):
+    id: str
+    source: str
+    models: list[ModelRate]
+    settings: dict[str, Any]
+    fingerprints: list[str]
+    catalog_hash: str | None
+    results: int
+
+
+class Index:
+    def __init__(self, sources: list[Scores]) -> None:
+        self.sources = sources
+        self.rows: list[Row] = []
+        self._recent: dict[int, dict[str, dict[str, Any]]] = {}
+        self.results: list[dict[str, Any]] = []
+        self.by_key: dict[tuple[str, str, str, int], int] = {}
+        for s, scores in enumerate(sources):
+            for result in [*scores.results, *_untagged(scores)]:
+                row = _row(len(self.rows), s, result)
+                self.by_key[(row.run, row.model, row.test, row.epoch)] = row.n
+                self.rows.append(row)
+                self.results.append(result)
+        self.runs = _runs(self)
+        self.facets = {
+            "run": sorted({r.run for r in self.rows}),
+            "model": sorted({r.model for r in self.rows}),
+            "suite": sorted({r.suite for r in self.rows}),
+            "failure_type": sorted({r.failure_type for r in self.rows if r.failure_type}),
+        }
+
+    def find(self, run: str, model: str, test: str, epoch: int) -> int:
+        n = self.by_key.get((run, model, test, epoch))
+        if n is None:
+            raise KeyError(f"no result for run {run!r}, model {model!r}, test {test!r}, epoch {epoch}")
+        return n
+
+    def cassette_path(self, n: int) -> Path:
+        return self.sources[self.rows[n].source].base / str(self.results[n].get("cassette", ""))
+
+    def records(self, n: int) -> dict[str, dict[str, Any]]:
+        """The result's exchange records by id, read from its cassette (a streaming scan that stops when all are
+        found, so memory stays one record at a time). The last few results read are kept: opening a result and then
+        its raw bytes, or the two sides of a flip, scans once."""
+        if n in self._recent:
+            self._recent[n] = self._recent.pop(n)
+            return self._recent[n]
+        found = self._scan(n)
+        self._recent[n] = found
+        while len(self._recent) > RECENT:
+            del self._recent[next(iter(self._recent))]
+        return found
+
+    def _scan(self, n: int) -> dict[str, dict[str, Any]]:
+        wanted = {str(e.get("id")) for e in self.results[n].get("exchanges") or []}
+        found: dict[str, dict[str, Any]] = {}
+        if not wanted:
+            return found
+        try:
+            for record in CassetteReader(self.cassette_path(n)):
+                if str(record.get("id")) in wanted:
+                    found[str(record.get("id"))] = record
+                    if len(found) == len(wanted):
+                        break
+        except (CassetteError, OSError) as exc:
+            raise BenchError(f"cannot read the cassette of this result: {exc}") from None
+        return found
+
+
+UNTAGGED = "untagged"
+
+
+def _untagged(scores: Scores) -> list[dict[str, Any]]:
+    """Exchanges that no result covers (untagged traffic no rule scored), as unscored results of the run
+    "untagged", suite = endpoint and test = cassette#id, so they browse like any result."""
+    covered = {(str(r.get("cassette")), str(e.get("id"))) for r in scores.results for e in r.get("exchanges") or []}
+    found = []
+    for entry in scores.traffic:
+        key = (str(entry.get("cassette")), str(entry.get("id")))
+        if key in covered:
+            continue
+        found.append(
+            {
+                "run": UNTAGGED,
+                "model": entry.get("model") or entry.get("served_model") or "",
+                "suite": entry.get("endpoint") or "",
+                "test": f"{key[0]}#{key[1]}",
+                "epoch": 0,
+                "passed": None,
+                "status": "unscored",
+                "cassette": key[0],
+                "system_fingerprint": entry.get("system_fingerprint"),
+                "findings": entry.get("findings") or [],
+                "exchanges": [{**entry, "final": True}],
+            }
+        )
+    return found
+
+
+def _final(result: dict[str, Any]) -> dict[str, Any]:
+    exchanges: list[dict[str, Any]] = result.get("exchanges") or []
+    finals = [e for e in exchanges if e.get("final")]
+    return (finals or exchanges or [{}])[-1]
+
+
+def _row(n: int, source: int, r: dict[str, Any]) -> Row:
+    final = _final(r)
+    return Row(
+        n=n,
+        run=str(r.get("run") or ""),
+        model=str(r.get("model") or ""),
+        suite=str(r.get("suite") or ""),
+        test=str(r.get("test") or ""),
+        epoch=int(r.get("epoch") or 0),
+        passed=r.get("passed"),
+        failure_type=r.get("failure_type"),
+        score=r.get("score"),
+        ttft_us=final.get("ttft_us"),
+        e2el_us=final.get("e2el_us"),
+        tokens=final.get("output_tokens"),
+        retries=int(r.get("retries") or 0),
+        source=source,
+    )
+
+
+def _runs(index: Index) -> list[Run]:
+    counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    fingerprints: dict[str, set[str]] = defaultdict(set)
+    first: dict[str, int] = {}
+    for row, result in zip(index.rows, index.results, strict=True):
+        c = counts[row.run][row.model]
+        # As in the reports: results that errored in transport (status "errored") are left out of pass rates.
+        if result.get("status", "scored") == "scored":
+            c[1] += 1
+            c[0] += row.passed is True
+        first.setdefault(row.run, row.n)
+        if result.get("system_fingerprint"):
+            fingerprints[row.run].add(str(result["system_fingerprint"]))
+    runs = []
+    for run_id, models in counts.items():
+        n0 = first[run_id]
+        source = index.sources[index.rows[n0].source]
+        rates = []
+        for model, (passed, n) in sorted(models.items()):
+            low, high = wilson(passed, n)
+            rates.append(ModelRate(model, passed, n, passed / n if n else 0.0, low, high))
+        runs.append(
+            Run(
+                id=run_id,
+                source=source.source,
+                models=rates,
+                settings=dict(index.results[n0].get("settings") or {}),
+                fingerprints=sorted(fingerprints[run_id]),
+                catalog_hash=_catalog_hash(source.meta, run_id),
+                results=sum(1 for r in index.rows if r.run == run_id),
+            )
+        )
+    return runs
+
+
+def _catalog_hash(meta: dict[str, Any], run_id: str) -> str | None:
+    for cassette in meta.get("cassettes") or []:
+        run_meta = cassette.get("run_meta") or {}
+        if cassette.get("run") == run_id and run_meta.get("catalog_hash"):
+            return str(run_meta["catalog_hash"])
+    return None
+
+
+def open_index(paths: Iterable[Path]) -> Index:
+    """Load every PATH (a scores file, a folder with scores.jsonl, or cassettes to rescore in memory)."""
+    index = Index([load(Path(p)) for p in paths])
+    if not index.rows:
+        raise BenchError("no results and no exchanges in the given paths; record a run or run `bench rescore PATH`")
+    return index

@@ -1,0 +1,98 @@
+"""Server-side filter, sort and paging of the results table, so the browser never holds 100,000 rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+from bench.view.index import Row
+
+SORTABLE = (
+    "n",
+    "run",
+    "model",
+    "suite",
+    "test",
+    "epoch",
+    "passed",
+    "failure_type",
+    "score",
+    "ttft_us",
+    "e2el_us",
+    "tokens",
+    "retries",
+)
+MAX_LIMIT = 500
+
+
+class Query(msgspec.Struct):
+    run: str | None = None
+    model: str | None = None
+    suite: str | None = None
+    failure_type: str | None = None
+    passed: bool | None = None
+    q: str | None = None  # substring of the test id
+    sort: str = "n"
+    desc: bool = False
+    offset: int = 0
+    limit: int = 50
+
+
+class Page(msgspec.Struct):
+    total: int
+    offset: int
+    limit: int
+    rows: list[Row]
+
+
+def parse_query(params: Mapping[str, str]) -> Query:
+    """A Query from URL parameters; ValueError with one line naming the bad parameter and what it accepts."""
+    passed = params.get("passed") or None
+    if passed not in (None, "pass", "fail"):
+        raise ValueError(f"passed={passed!r}: use pass or fail")
+    sort = params.get("sort") or "n"
+    if sort not in SORTABLE:
+        raise ValueError(f"sort={sort!r}: use one of {', '.join(SORTABLE)}")
+    numbers = {}
+    for name, default in (("offset", 0), ("limit", 50)):
+        text = params.get(name) or str(default)
+        if not text.isdigit():
+            raise ValueError(f"{name}={text!r}: use a whole number >= 0")
+        numbers[name] = int(text)
+    if not 1 <= numbers["limit"] <= MAX_LIMIT:
+        raise ValueError(f"limit={numbers['limit']}: use 1 to {MAX_LIMIT}")
+    return Query(
+        run=params.get("run") or None,
+        model=params.get("model") or None,
+        suite=params.get("suite") or None,
+        failure_type=params.get("failure_type") or None,
+        passed=None if passed is None else passed == "pass",
+        q=params.get("q") or None,
+        sort=sort,
+        desc=params.get("desc") in ("1", "true"),
+        offset=numbers["offset"],
+        limit=numbers["limit"],
+    )
+
+
+def page(rows: Sequence[Row], query: Query) -> Page:
+    selected = [r for r in rows if _keep(r, query)]
+    if query.sort != "n" or query.desc:
+        # None sorts last in either direction: a missing TTFT is not the fastest.
+        present = [r for r in selected if getattr(r, query.sort) is not None]
+        missing = [r for r in selected if getattr(r, query.sort) is None]
+        present.sort(key=lambda r: getattr(r, query.sort), reverse=query.desc)
+        selected = present + missing
+    return Page(len(selected), query.offset, query.limit, selected[query.offset : query.offset + query.limit])
+
+
+def _keep(r: Row, q: Query) -> bool:
+    return (
+        (q.run is None or r.run == q.run)
+        and (q.model is None or r.model == q.model)
+        and (q.suite is None or r.suite == q.suite)
+        and (q.failure_type is None or r.failure_type == q.failure_type)
+        and (q.passed is None or r.passed is q.passed)
+        and (q.q is None or q.q.lower() in r.test.lower())
+    )

@@ -1,0 +1,75 @@
+"""The stream timeline of one exchange: every parsed event at its recorded arrival time, TTFT, and long gaps."""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any
+
+import msgspec
+
+from bench.parse import ParsedExchange
+
+# A gap between token events this many times the exchange's median inter-token latency is highlighted.
+GAP_FACTOR = 3.0
+
+
+class Event(msgspec.Struct):
+    t_us: int
+    token: bool  # carries output (a "token event" in the timing definitions: docs/report.md)
+    text: str
+    gap: bool  # the wait before this token event was long
+
+
+class Timeline(msgspec.Struct):
+    events: list[Event]
+    token_events: int
+    ttft_us: int | None
+    e2el_us: int | None
+
+
+def _text(obj: dict[str, Any]) -> tuple[bool, str]:
+    """(is a token event, the text it carried) for Chat Completions, legacy Completions and Responses events."""
+    choices = obj.get("choices")
+    if isinstance(choices, list) and choices:
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            parts = [delta.get("content"), delta.get("reasoning_content"), delta.get("reasoning")]
+            for call in delta.get("tool_calls") or []:
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict):
+                    parts += [fn.get("name"), fn.get("arguments")]
+            return True, "".join(p for p in parts if isinstance(p, str))
+        return True, str(choice.get("text") or "")
+    kind = obj.get("type")
+    if isinstance(kind, str):
+        delta = obj.get("delta")
+        return kind.endswith(".delta"), delta if isinstance(delta, str) else kind
+    return False, "usage" if obj.get("usage") else ""
+
+
+def timeline(parsed: ParsedExchange) -> Timeline:
+    """From an exchange parsed with keep_events=True."""
+    events = []
+    last: int | None = None
+    gaps: list[int] = []
+    for t, obj in parsed.events:
+        token, text = _text(obj)
+        events.append(Event(t_us=t, token=token, text=text, gap=False))
+        if token:
+            if last is not None:
+                gaps.append(t - last)
+            last = t
+    if len(gaps) >= 2:
+        bound = GAP_FACTOR * max(median(gaps), 1)
+        last = None
+        for event in events:
+            if event.token:
+                event.gap = last is not None and event.t_us - last > bound
+                last = event.t_us
+    return Timeline(
+        events=events,
+        token_events=sum(e.token for e in events),
+        ttft_us=parsed.timing.ttft_us,
+        e2el_us=parsed.timing.e2el_us,
+    )

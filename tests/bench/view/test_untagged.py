@@ -1,0 +1,39 @@
+"""Untagged traffic (exchanges no test or rule scored) browses like any result: listed, opened, its raw bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from bench.cassette import CassetteWriter
+from bench.cli import main
+from bench.view.app import make_app
+from bench.view.index import UNTAGGED, open_index
+from scorer.synth import exchange_record, sse_chunks
+
+
+async def test_untagged_exchanges_are_listed_and_open(tmp_path: Path) -> None:
+    with CassetteWriter(tmp_path / "agent.cassette") as writer:
+        for i, text in enumerate(["Paris is the capital.", "Forty-two."]):
+            request = {"model": "gw-model", "stream": True, "messages": [{"role": "user", "content": f"q{i}"}]}
+            writer.put(exchange_record(sse_chunks(text, model="gw-model"), id=f"x{i}", request=request))
+    assert main(["rescore", str(tmp_path)]) == 0
+    index = open_index([tmp_path])
+    assert [(r.run, r.suite, r.test, r.passed) for r in index.rows] == [
+        (UNTAGGED, "chat.completions", "agent.cassette#x0", None),
+        (UNTAGGED, "chat.completions", "agent.cassette#x1", None),
+    ]
+    (run,) = index.runs
+    assert run.models[0].n == 0 and run.results == 2  # unscored: no pass rate
+    async with TestClient(TestServer(make_app(index))) as client:
+        key = {"run": UNTAGGED, "model": index.rows[1].model, "test": "agent.cassette#x1", "epoch": "0"}
+        response = await client.get("/api/result", params=key)
+        assert response.status == 200, await response.text()
+        body = await response.json()
+        (exchange,) = body["exchanges"]
+        assert [t["role"] for t in exchange["conversation"]] == ["user", "assistant"]
+        assert exchange["conversation"][-1]["text"] == "Forty-two."
+        assert exchange["timeline"]["token_events"] == len(sse_chunks("Forty-two.")) - 2  # not usage, not [DONE]
+        raw = await client.get("/api/raw", params={**key, "id": "x1"})
+        assert (await raw.text()).endswith("data: [DONE]\n\n")
