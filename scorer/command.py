@@ -28,6 +28,11 @@ def register(subparsers: Any) -> None:
         help="rules file: score untagged traffic with the evaluators (docs/rules.md)",
     )
     p.add_argument("--deadline", type=float, metavar="SECONDS", help="what-if: as if the client gave up after S s")
+    p.add_argument(
+        "--dask",
+        metavar="SCHEDULER",
+        help="run on Dask: a scheduler address (tcp://HOST:8786) or local[:N] for N local workers (docs/scale.md)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -64,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         base=out.parent,
         traffic=traffic,
         rules=rules,
+        dask=args.dask,
     )
     require_results(meta, results, args.paths, traffic)
     write_scores(out, meta, results, traffic)

@@ -110,9 +110,11 @@ def rescore(
     base: Path | None = None,
     traffic: list[dict[str, Any]] | None = None,
     rules: Sequence[Rule] = (),
+    dask: str | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Score every cassette under `paths`; returns the scores file's meta line and its sorted result lines.
-    `traffic`, when given, receives one traffic line per exchange, tagged or not (scorer.traffic), sorted."""
+    `traffic`, when given, receives one traffic line per exchange, tagged or not (scorer.traffic), sorted.
+    `dask` (a scheduler address, or local[:N]) runs the units as Dask tasks instead (scorer.distributed)."""
     global _catalog, _options
     if catalog is None:
         from bench.testspec import load_catalog
@@ -131,6 +133,11 @@ def rescore(
         deadline_us=None if deadline_s is None else int(deadline_s * 1e6),
         rules=tuple(rules),
     )
+    if dask is not None:
+        outputs = _rescore_dask(dask, files, catalog, options)
+        if traffic is not None:
+            traffic.extend(sorted((t for o in outputs for t in o.traffic), key=traffic_key))
+        return assemble(catalog, options, outputs, files)
     units = plan_units(files, max(1, jobs))
     _catalog, _options = catalog, options
     try:
@@ -164,6 +171,15 @@ def require_results(
         f"nothing to score in {where}: {read} cassette(s) read, no exchange in them"
         + ("; see the warnings above" if meta.get("warnings") else "")
     )
+
+
+def _rescore_dask(spec: str, files: list[Path], catalog: Catalog, options: Options) -> list[UnitOutput]:
+    from scorer import distributed
+
+    distributed.import_distributed()  # a missing extra is reported before the files are planned
+    with distributed.connect(spec) as client:
+        units = distributed.resolve_local(plan_units(files, distributed.workers_of(client)))
+        return distributed.run_units(client, units, catalog, options)
 
 
 def default_base(paths: Sequence[Path]) -> Path:
