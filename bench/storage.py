@@ -169,3 +169,23 @@ def upload(local: Path, prefix: str, *, tries: int = UPLOAD_TRIES, pause_s: floa
         local.unlink()
         return url
     raise BenchError(f"upload failed after {tries} tries ({last}); the local copy {local} is kept")
+
+
+def fetch_all(prefix: str, folder: Path) -> list[Path]:
+    """Copy every cassette under `prefix` into `folder` (for replay, which serves from local files); an existing
+    file of the same name is kept, never overwritten."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fs = filesystem(prefix)
+    got: list[Path] = []
+    for url in find([prefix]):
+        target = folder / str(url).rsplit("/", 1)[-1]
+        if not target.exists():
+            tmp = target.with_name(f".{target.name}.part")
+            try:
+                fs.get_file(str(url), str(tmp))
+            except Exception as exc:
+                tmp.unlink(missing_ok=True)
+                raise BenchError(explain(str(url), exc)) from None
+            tmp.replace(target)
+        got.append(target)
+    return got
