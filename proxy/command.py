@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.storage import fetch_all, is_url, location, upload
 
 MODE_CHOICES = ("record", "replay", "auto", "passthrough")
 
@@ -28,7 +29,20 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--upstream", help="base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8000")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on, 0 for any free one (default: 8080)")
-    p.add_argument("--cassettes", type=Path, default=Path("cassettes"), help="cassette folder (default: ./cassettes)")
+    p.add_argument(
+        "--cassettes",
+        type=location,
+        default=Path("cassettes"),
+        help="cassette folder (default: ./cassettes), or an object-storage prefix such as s3://bucket/runs: written "
+        "in --spool first, uploaded and verified when closed (docs/scale.md)",
+    )
+    p.add_argument(
+        "--spool",
+        type=Path,
+        default=Path("cassettes"),
+        metavar="DIR",
+        help="local folder a cassette is written to before its upload, with --cassettes URL (default: ./cassettes)",
+    )
     p.add_argument("--mode", choices=MODE_CHOICES, default="record", help="default: record")
     p.add_argument(
         "--pace", default="realtime", help="replay pace: realtime (default), instant, or xN (x2 = twice as fast)"
@@ -120,11 +134,19 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("header_timeout", "body_timeout", "keepalive_timeout"):
         if getattr(args, flag) < 0:
             raise BenchError(f"--{flag.replace('_', '-')} {getattr(args, flag):g}: give seconds, or 0 for no limit")
-    lost = asyncio.run(_serve(args, upstream_key, client_token))
+    remote: str | None = None
+    if is_url(args.cassettes):
+        remote, args.cassettes = args.cassettes, args.spool
+        if args.mode in ("replay", "auto"):
+            # Replay needs the recordings at hand: fetched into the spool (written locally, like any cassette).
+            fetch_all(remote, args.spool)
+    lost = asyncio.run(_serve(args, upstream_key, client_token, remote))
     return 1 if lost else 0
 
 
-async def _serve(args: argparse.Namespace, upstream_key: str | None, client_token: str | None) -> int:
+async def _serve(
+    args: argparse.Namespace, upstream_key: str | None, client_token: str | None, remote: str | None = None
+) -> int:
     """Run until stopped; returns how many exchanges were forwarded but not recorded (the cassette file failed)."""
     from bench.cassette import Redactor
     from proxy.app import ClientLimits
@@ -172,7 +194,8 @@ async def _serve(args: argparse.Namespace, upstream_key: str | None, client_toke
     shown = public_url(args.upstream)[1] if args.upstream else "(none: replay only)"
     print(f"bench proxy: upstream {shown}, mode {args.mode}", flush=True)
     if proxy.cassette_path is not None:
-        print(f"bench proxy: writing {proxy.cassette_path}", flush=True)
+        then = f" (uploaded to {remote} when closed)" if remote else ""
+        print(f"bench proxy: writing {proxy.cassette_path}{then}", flush=True)
     else:
         print("bench proxy: passthrough, recording nothing", flush=True)
     try:
@@ -199,4 +222,12 @@ async def _serve(args: argparse.Namespace, upstream_key: str | None, client_toke
         print(
             f"bench proxy: error: {s.lost} exchange(s) forwarded but NOT recorded ({why})", file=sys.stderr, flush=True
         )
+    if remote is not None and proxy.cassette_path is not None and proxy.cassette_path.exists():
+        # The local copy is removed only once the object is verified; a failed upload leaves it for a later try.
+        try:
+            url = await asyncio.to_thread(upload, proxy.cassette_path, remote)
+        except BenchError as exc:
+            print(f"bench proxy: error: {exc}", file=sys.stderr, flush=True)
+            return s.lost or 1
+        print(f"bench proxy: uploaded {url} (size and sha256 verified), removed the local copy", flush=True)
     return s.lost

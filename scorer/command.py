@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from bench.storage import is_url, location
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -14,7 +16,13 @@ def register(subparsers: Any) -> None:
         help="score recorded cassettes offline with the current catalog and evaluators",
         description="Re-parse every recorded exchange and score it with the catalog as it is now; no network.",
     )
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="cassette files or folders of them")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        type=location,
+        metavar="PATH",
+        help="cassette files, folders of them, or object-storage URLs (s3://bucket/prefix, docs/scale.md)",
+    )
     p.add_argument("--catalog", type=Path, help="catalog folder (default: the built-in catalog)")
     p.add_argument("--suite", action="append", default=[], help="only this suite (repeatable)")
     p.add_argument("--model", action="append", default=[], help="only this model (repeatable)")
@@ -28,6 +36,11 @@ def register(subparsers: Any) -> None:
         help="rules file: score untagged traffic with the evaluators (docs/rules.md)",
     )
     p.add_argument("--deadline", type=float, metavar="SECONDS", help="what-if: as if the client gave up after S s")
+    p.add_argument(
+        "--dask",
+        metavar="SCHEDULER",
+        help="run on Dask: a scheduler address (tcp://HOST:8786) or local[:N] for N local workers (docs/scale.md)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -49,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         from scorer.rules import load_rules
 
         rules = load_rules(args.rules)
+    if args.out is None and is_url(args.paths[0]):
+        raise BenchError(f"{args.paths[0]}: cassettes on object storage: give --out FILE for the scores file")
     out: Path = args.out or default_base(args.paths) / "scores.jsonl"
     # Flips compare scores only: the previous file's per-exchange timings would double the memory for nothing.
     previous = read_scores(out, exchanges=False) if out.exists() else None
@@ -64,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         base=out.parent,
         traffic=traffic,
         rules=rules,
+        dask=args.dask,
     )
     require_results(meta, results, args.paths, traffic)
     write_scores(out, meta, results, traffic)

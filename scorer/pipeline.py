@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from bench import __version__
-from bench.cassette import CassetteReader, find_cassettes
+from bench import __version__, storage
+from bench.cassette import CassetteReader
 from bench.endpoints import endpoint_of
 from bench.errors import BenchError, CassetteError
 from bench.parse import PARSER_VERSION, ParsedExchange, parse_exchange
@@ -99,7 +99,7 @@ _options: Options | None = None
 
 
 def rescore(
-    paths: list[Path],
+    paths: Sequence[storage.Location],
     *,
     catalog: Catalog | None = None,
     jobs: int = 1,
@@ -110,9 +110,11 @@ def rescore(
     base: Path | None = None,
     traffic: list[dict[str, Any]] | None = None,
     rules: Sequence[Rule] = (),
+    dask: str | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Score every cassette under `paths`; returns the scores file's meta line and its sorted result lines.
-    `traffic`, when given, receives one traffic line per exchange, tagged or not (scorer.traffic), sorted."""
+    `traffic`, when given, receives one traffic line per exchange, tagged or not (scorer.traffic), sorted.
+    `dask` (a scheduler address, or local[:N]) runs the units as Dask tasks instead (scorer.distributed)."""
     global _catalog, _options
     if catalog is None:
         from bench.testspec import load_catalog
@@ -122,7 +124,7 @@ def rescore(
         raise BenchError(f"--max-tokens {max_tokens}: give a positive number of tokens")
     if deadline_s is not None and deadline_s <= 0:
         raise BenchError(f"--deadline {deadline_s}: give a positive number of seconds")
-    files = find_cassettes(list(paths))
+    files = storage.find(list(paths))
     options = Options(
         base=(base if base is not None else default_base(paths)).resolve(),
         suites=tuple(suites),
@@ -131,6 +133,11 @@ def rescore(
         deadline_us=None if deadline_s is None else int(deadline_s * 1e6),
         rules=tuple(rules),
     )
+    if dask is not None:
+        outputs = _rescore_dask(dask, files, catalog, options)
+        if traffic is not None:
+            traffic.extend(sorted((t for o in outputs for t in o.traffic), key=traffic_key))
+        return assemble(catalog, options, outputs, files)
     units = plan_units(files, max(1, jobs))
     _catalog, _options = catalog, options
     try:
@@ -151,7 +158,7 @@ def rescore(
 
 
 def require_results(
-    meta: Mapping[str, Any], results: Sequence[Any], paths: Sequence[Path], traffic: Sequence[Any] = ()
+    meta: Mapping[str, Any], results: Sequence[Any], paths: Sequence[storage.Location], traffic: Sequence[Any] = ()
 ) -> None:
     """A command that finds nothing to score or report fails with one line (after the warnings that say why)."""
     if results or traffic:
@@ -166,32 +173,39 @@ def require_results(
     )
 
 
-def default_base(paths: Sequence[Path]) -> Path:
-    """Where the scores file goes by default: the first folder given, or the folder of the first file."""
-    if not paths:
+def _rescore_dask(spec: str, files: list[storage.Location], catalog: Catalog, options: Options) -> list[UnitOutput]:
+    from scorer import distributed
+
+    distributed.import_distributed()  # a missing extra is reported before the files are planned
+    with distributed.connect(spec) as client:
+        units = distributed.resolve_local(plan_units(files, distributed.workers_of(client)))
+        return distributed.run_units(client, units, catalog, options)
+
+
+def default_base(paths: Sequence[storage.Location]) -> Path:
+    """Where the scores file goes by default: the first folder given, or the folder of the first file (the working
+    directory when the first is a URL)."""
+    if not paths or storage.is_url(paths[0]):
         return Path.cwd()
     first = Path(paths[0])
     return first if first.is_dir() else first.parent
 
 
-def plan_units(files: list[Path], jobs: int) -> list[tuple[Path, int, int]]:
+def plan_units(files: Sequence[storage.Location], jobs: int) -> list[tuple[storage.Location, int, int]]:
     """(cassette, shard, shards): large cassettes are split when there are too few to keep every job busy."""
     shards_each = 1
     if jobs > 1 and len(files) < 2 * jobs:
         shards_each = jobs
-    units: list[tuple[Path, int, int]] = []
+    units: list[tuple[storage.Location, int, int]] = []
     for path in files:
-        try:
-            size = path.stat().st_size
-        except OSError:
-            size = 0
-        n = shards_each if size >= SHARD_MIN_BYTES else 1
+        n = shards_each if storage.size(path) >= SHARD_MIN_BYTES else 1
         units.extend((path, i, n) for i in range(n))
     return units
 
 
-def _rel(path: Path, base: Path) -> str:
-    return os.path.relpath(path.resolve(), base)
+def _rel(path: storage.Location, base: Path) -> str:
+    """How a result names its cassette: relative to the scores file's folder, or the URL of one on object storage."""
+    return str(path) if storage.is_url(path) else os.path.relpath(Path(path).resolve(), base)
 
 
 def _run_id(header: Mapping[str, Any]) -> str | None:
@@ -250,7 +264,7 @@ class Claimer:
         return out
 
 
-def score_unit(unit: tuple[Path, int, int]) -> UnitOutput:
+def score_unit(unit: tuple[storage.Location, int, int]) -> UnitOutput:
     path, shard, shards = unit
     assert _catalog is not None and _options is not None
     catalog, opts = _catalog, _options
@@ -425,7 +439,7 @@ def latest_recordings(
 
 
 def assemble(
-    catalog: Catalog, opts: Options, outputs: list[UnitOutput], files: list[Path]
+    catalog: Catalog, opts: Options, outputs: list[UnitOutput], files: list[storage.Location]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     cassettes = [o.cassette for o in outputs if o.cassette is not None]
     results, superseded = latest_recordings(sorted((r for o in outputs for r in o.results), key=sort_key), cassettes)

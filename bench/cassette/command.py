@@ -21,6 +21,7 @@ from bench import __version__
 from bench.cassette.reader import CassetteReader, find_cassettes
 from bench.decoding import decoded_record_reads
 from bench.errors import BenchError, CassetteError
+from bench.storage import Location, find, location, size
 
 Record = dict[str, Any]
 PREVIEW_CHARS = 600
@@ -32,17 +33,22 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
     ls = sub.add_parser("ls", help="one line per cassette: exchanges, models, time span, size, compression ratio")
     ls.add_argument(
-        "paths", nargs="*", type=Path, default=[Path("cassettes")], metavar="DIR", help="default: cassettes"
+        "paths",
+        nargs="*",
+        type=location,
+        default=[Path("cassettes")],
+        metavar="DIR",
+        help="folders, files or object-storage URLs (default: cassettes)",
     )
     ls.set_defaults(handler=cmd_ls)
 
     show = sub.add_parser("show", help="one exchange, readable: request, timing, assembled text and tool calls")
-    show.add_argument("file", type=Path, metavar="FILE")
+    show.add_argument("file", type=location, metavar="FILE")
     show.add_argument("--id", help="exchange id, e.g. x3 (default: the first)")
     show.set_defaults(handler=cmd_show)
 
     export = sub.add_parser("export", help="every exchange as JSON lines or as a HAR 1.2 file")
-    export.add_argument("file", type=Path, metavar="FILE")
+    export.add_argument("file", type=location, metavar="FILE")
     export.add_argument("--format", choices=("jsonl", "har"), default="jsonl")
     export.add_argument("-o", "--output", type=Path, help="write here instead of standard output")
     export.set_defaults(handler=cmd_export)
@@ -58,8 +64,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 # -- helpers --------------------------------------------------------------------------------------------------------
 
 
-def _open(path: Path) -> CassetteReader:
-    if path.is_dir():
+def _name(path: Location) -> str:
+    return path.rsplit("/", 1)[-1] if isinstance(path, str) else path.name
+
+
+def _open(path: Location) -> CassetteReader:
+    if isinstance(path, Path) and path.is_dir():
         raise BenchError(f"{path} is a folder; pass one .cassette file (bench cassette ls {path} lists them)")
     return CassetteReader(path)
 
@@ -103,7 +113,7 @@ def traffic_bytes(record: Record) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    files = find_cassettes(args.paths)
+    files = find(args.paths)
     if not files:
         where = ", ".join(str(p) for p in args.paths)
         print(f"no cassettes in {where}", file=sys.stderr)
@@ -118,7 +128,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _ls_line(path: Path) -> str:
+def _ls_line(path: Location) -> str:
     reader = CassetteReader(path)
     n = 0
     raw = 0
@@ -137,7 +147,7 @@ def _ls_line(path: Path) -> str:
             end = started + int((record.get("timing") or {}).get("end") or 0)
             first = started if first is None else min(first, started)
             last = end if last is None else max(last, end)
-    disk = path.stat().st_size
+    disk = size(path)
     names = [m for m, _ in models.most_common(3)]
     model_text = ", ".join(names) + (f" +{len(models) - 3}" if len(models) > 3 else "") if names else "-"
     span = f"{_iso(first)} +{_duration((last or first) - first)}" if first is not None else "-"
@@ -195,7 +205,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise BenchError(f"{args.file}: holds no exchanges")
         near = ", ".join(ids[:10]) + (" …" if len(ids) > 10 else "")
         raise BenchError(f"{args.file}: no exchange with id {args.id!r}; ids are {near}")
-    sys.stdout.write(render_exchange(chosen, reader.path.name, len(ids)))
+    sys.stdout.write(render_exchange(chosen, _name(reader.path), len(ids)))
     return 0
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import zstandard
 
 from bench.cassette.format import ZSTD_MAGIC
+from bench.storage import is_url, open_read
 
 # Compressed bytes fed per call: bounds the output one call allocates (a 128 KiB piece of a 30x file is ~4 MiB).
 PIECE = 1 << 17
@@ -56,8 +57,13 @@ class Skipped:
 Event = Data | FrameEnd | Cut | Skipped
 
 
-def open_bytes(path: Path) -> mmap.mmap | bytes:
-    """The file's bytes, mapped (not read) so that a large cassette costs no memory; b"" for an empty file."""
+def open_bytes(path: Path | str) -> mmap.mmap | bytes:
+    """The file's bytes, mapped (not read) so that a large cassette costs no memory; b"" for an empty file. An
+    object-storage URL is read whole in one request (a cassette is compressed; per-request latency dominates)."""
+    if isinstance(path, str) and is_url(path):
+        with open_read(path) as remote:
+            data: bytes = remote.read()
+            return data
     with open(path, "rb") as f:
         if f.seek(0, 2) == 0:
             return b""

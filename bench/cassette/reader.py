@@ -23,6 +23,7 @@ from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HE
 from bench.cassette.framing import Unframer
 from bench.cassette.migrate import upgrade
 from bench.errors import CassetteError
+from bench.storage import is_url
 
 Record = dict[str, Any]
 NO_END = "no end record (the recorder was killed or is still writing)"
@@ -34,7 +35,8 @@ class CassetteReader:
     """Iterate a cassette's exchange records. `header` is read on open; `end`, `truncated`, `problem` once read."""
 
     def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
+        # A URL (s3://, memory://, ...) is read through fsspec (bench.storage); anything else is a local path.
+        self.path: Path | str = path if is_url(path) else Path(path)
         self.end: Record | None = None
         self.truncated = False  # no end record, or damage: the file was not read whole
         self.error: str | None = None  # what was wrong, in words (`problem` is the same with the file's name)

@@ -1,0 +1,191 @@
+"""Cassettes on object storage through fsspec: open, list, size, upload-and-verify (docs/scale.md).
+
+A location is a local `Path` or a URL string with a scheme (`s3://bucket/prefix`, `gs://`, `az://`, `memory://`,
+`file://`). Only URLs go through fsspec, so the base install needs neither fsspec nor a backend. Credentials and
+endpoints come from each backend's usual environment and config files (and fsspec's `FSSPEC_<PROTOCOL>_<KWARG>`
+variables): bench never takes, stores or prints them; errors name the URL and the kind of failure only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from bench.errors import BenchError, CassetteError
+
+SUFFIX = ".cassette"
+# What to install for each backend's fsspec implementation (s3 is bench's extra; the others are plain packages).
+INSTALL = {
+    "s3": ("s3fs", "pip install 'bench[s3]'"),
+    "gs": ("gcsfs", "pip install gcsfs"),
+    "gcs": ("gcsfs", "pip install gcsfs"),
+    "az": ("adlfs", "pip install adlfs"),
+    "abfs": ("adlfs", "pip install adlfs"),
+}
+READ_BLOCK = 1 << 20
+UPLOAD_TRIES = 3
+
+Location = Path | str
+
+
+def is_url(location: object) -> bool:
+    return isinstance(location, str) and "://" in location
+
+
+def location(text: str) -> Location:
+    """argparse type: URLs stay strings (a Path would fold `s3://` into `s3:/`), anything else is a Path."""
+    return text if is_url(text) else Path(text)
+
+
+def protocol(url: str) -> str:
+    return url.split("://", 1)[0].lower()
+
+
+def filesystem(url: str) -> Any:
+    """The fsspec filesystem for `url`; one line naming the extra to install when its backend is missing."""
+    proto = protocol(url)
+    module, hint = INSTALL.get(proto, ("fsspec", "pip install fsspec"))
+    try:
+        import fsspec
+    except ImportError:
+        raise BenchError(f"{url}: object storage needs fsspec: {INSTALL['s3'][1]}") from None
+    try:
+        return fsspec.filesystem(proto)
+    except ImportError:
+        raise BenchError(f"{url}: {proto}:// needs the {module} package: {hint}") from None
+    except ValueError:
+        raise BenchError(
+            f"{url}: unknown storage protocol {proto!r}; use s3://, gs://, az://, memory:// or file://"
+        ) from None
+
+
+def explain(url: str, exc: BaseException) -> str:
+    """One line for a storage failure: what went wrong and what to do, never the credentials or a traceback."""
+    name = type(exc).__name__
+    if "Credential" in name or "credential" in str(exc).lower():
+        return (
+            f"{url}: no credentials for {protocol(url)}:// ; set them the backend's usual way (environment or config)"
+        )
+    if isinstance(exc, FileNotFoundError):
+        return f"{url}: no such bucket or object; check the name (and that the bucket exists)"
+    if isinstance(exc, PermissionError):
+        return f"{url}: access refused by the storage service; check the credentials' permissions on it"
+    return f"{url}: storage error ({name}); check the URL and the service"
+
+
+def open_read(url: str) -> IO[bytes]:
+    fs = filesystem(url)
+    try:
+        handle: IO[bytes] = fs.open(url, "rb", block_size=READ_BLOCK)
+    except Exception as exc:
+        raise CassetteError(explain(url, exc)) from None
+    return handle
+
+
+def size(loc: Location) -> int:
+    try:
+        if is_url(loc):
+            value: int = filesystem(str(loc)).size(str(loc))
+            return value
+        return Path(loc).stat().st_size
+    except Exception:  # unreadable: the reader reports why; planning just does not split it
+        return 0
+
+
+def find(locations: Sequence[Location]) -> list[Location]:
+    """Every cassette under the given files, folders or URL prefixes, each sorted, so that runs are deterministic."""
+    from bench.cassette.reader import find_cassettes
+
+    found: list[Location] = []
+    for loc in locations:
+        if not is_url(loc):
+            found.extend(find_cassettes([Path(loc)]))
+            continue
+        url = str(loc)
+        fs = filesystem(url)
+        try:
+            fs.invalidate_cache()
+            if fs.isfile(url):
+                found.append(url)
+                continue
+            names = fs.find(url)
+        except Exception as exc:
+            raise CassetteError(explain(url, exc)) from None
+        # Named as the user spelled the prefix, so results and messages carry the URL they gave.
+        root = fs._strip_protocol(url).rstrip("/")
+        found.extend(sorted(url.rstrip("/") + n[len(root) :] for n in names if n.endswith(SUFFIX)))
+        if not names and not fs.exists(url):
+            raise CassetteError(f"{url}: no such bucket or prefix; pass a cassette URL or a prefix holding some")
+    return found
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(READ_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_remote(fs: Any, url: str) -> str:
+    digest = hashlib.sha256()
+    with fs.open(url, "rb", block_size=READ_BLOCK) as fh:
+        while block := fh.read(READ_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def join(prefix: str, name: str) -> str:
+    return prefix.rstrip("/") + "/" + name
+
+
+def upload(local: Path, prefix: str, *, tries: int = UPLOAD_TRIES, pause_s: float = 1.0) -> str:
+    """Copy a closed cassette to `prefix`, verify the stored object's size and sha256 by reading it back, and only
+    then remove the local file. Each failure is retried; after the last the local file stays and BenchError names it.
+    Returns the object's URL."""
+    url = join(prefix, local.name)
+    fs = filesystem(url)
+    want_size, want_sum = local.stat().st_size, sha256_file(local)
+    last = ""
+    for attempt in range(tries):
+        if attempt:
+            time.sleep(pause_s * attempt)
+        try:
+            fs.put_file(str(local), url)
+            fs.invalidate_cache(url)
+            got_size = fs.size(url)
+            if got_size != want_size:
+                last = f"{url}: stored {got_size} bytes of {want_size}"
+                continue
+            if sha256_remote(fs, url) != want_sum:
+                last = f"{url}: stored object's sha256 differs from the local file's"
+                continue
+        except Exception as exc:
+            last = explain(url, exc)
+            continue
+        local.unlink()
+        return url
+    raise BenchError(f"upload failed after {tries} tries ({last}); the local copy {local} is kept")
+
+
+def fetch_all(prefix: str, folder: Path) -> list[Path]:
+    """Copy every cassette under `prefix` into `folder` (for replay, which serves from local files); an existing
+    file of the same name is kept, never overwritten."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fs = filesystem(prefix)
+    got: list[Path] = []
+    for url in find([prefix]):
+        target = folder / str(url).rsplit("/", 1)[-1]
+        if not target.exists():
+            tmp = target.with_name(f".{target.name}.part")
+            try:
+                fs.get_file(str(url), str(tmp))
+            except Exception as exc:
+                tmp.unlink(missing_ok=True)
+                raise BenchError(explain(str(url), exc)) from None
+            tmp.replace(target)
+        got.append(target)
+    return got

@@ -1,0 +1,146 @@
+"""`bench rescore --dask ADDRESS|local[:N]`: the process pool's units as Dask tasks (docs/scale.md).
+
+Each task reads its cassette itself (a path every worker can open, or an fsspec URL), so only unit descriptions go
+out and only slimmed results come back. The catalog and options are sent to every worker once (scattered), not with
+each task. Results are collected as they finish and put back in unit order, so `pipeline.assemble` sees exactly what
+a local run gives it and the scores file is byte-identical. A task that raises is retried once (`retries=1`); a
+worker that dies is rescheduled by the scheduler; a unit that still fails is named in the error, never dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.errors import BenchError
+from bench.testspec import Catalog
+
+if TYPE_CHECKING:
+    from scorer.pipeline import Options, UnitOutput
+
+Unit = tuple[Any, int, int]  # (cassette path or URL, shard, shards), as scorer.pipeline.plan_units makes them
+UnitFn = Callable[[Unit, Catalog, "Options"], "UnitOutput"]
+
+LOCAL = "local"
+# A worker lost twice while running the same unit means the unit kills workers (memory, a crash): fail it then, with
+# its name, rather than after the scheduler's default of three lost workers.
+ALLOWED_FAILURES = 1
+CONNECT_TIMEOUT_S = 20
+
+
+def import_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise BenchError("--dask needs the dask extra (the `distributed` package): pip install 'bench[dask]'") from None
+    return distributed
+
+
+def parse_local(spec: str) -> int | None:
+    """`local` -> 0 (one worker per core), `local:N` -> N; anything else is a scheduler address (None)."""
+    if spec == LOCAL:
+        return 0
+    if spec.startswith(LOCAL + ":"):
+        count = spec[len(LOCAL) + 1 :]
+        if not count.isdigit() or int(count) < 1:
+            raise BenchError(f"--dask {spec}: give local:N with N a positive number of workers")
+        return int(count)
+    return None
+
+
+@contextlib.contextmanager
+def connect(spec: str) -> Iterator[Any]:
+    """A Dask client: on a new LocalCluster of separate worker processes (one thread each: scoring holds the GIL),
+    or on the scheduler at `spec`."""
+    distributed = import_distributed()
+    import dask
+
+    workers = parse_local(spec)
+    if workers is not None:
+        with (
+            dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}),
+            distributed.LocalCluster(
+                n_workers=workers or None,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=40,
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            yield client
+        return
+    try:
+        client = distributed.Client(spec, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise BenchError(
+            f"--dask {spec}: cannot reach a Dask scheduler there ({type(exc).__name__}); "
+            "start one (`dask scheduler`) or give local[:N]"
+        ) from None
+    with client:
+        yield client
+
+
+def workers_of(client: Any) -> int:
+    """Threads across the cluster's workers: how many units can run at once (for plan_units)."""
+    threads: int = sum(client.nthreads().values())
+    return max(1, threads)
+
+
+def unit_name(unit: Unit) -> str:
+    path, shard, shards = unit
+    return str(path) if shards == 1 else f"{path} (shard {shard + 1} of {shards})"
+
+
+def score_remote(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
+    """Runs on a worker: the same function the process pool runs, with the globals it reads set for the call."""
+    from scorer import pipeline
+
+    saved = pipeline._catalog, pipeline._options
+    pipeline._catalog, pipeline._options = catalog, options
+    try:
+        return pipeline.score_unit(unit)
+    finally:
+        pipeline._catalog, pipeline._options = saved
+
+
+def run_units(
+    client: Any,
+    units: Sequence[Unit],
+    catalog: Catalog,
+    options: Options,
+    fn: UnitFn = score_remote,
+) -> list[UnitOutput]:
+    """Every unit's output in unit order; BenchError naming each unit that failed twice."""
+    distributed = import_distributed()
+    # Every worker needs the catalog and options: sent once each, not pickled into every task.
+    shared = client.scatter([catalog, options], broadcast=True, hash=False)
+    futures = [client.submit(fn, unit, *shared, retries=1, pure=False) for unit in units]
+    index = {f.key: i for i, f in enumerate(futures)}
+    outputs: list[UnitOutput | None] = [None] * len(units)
+    failed: list[str] = []
+    for future in distributed.as_completed(futures):
+        i = index[future.key]
+        if future.status == "finished":
+            outputs[i] = future.result()
+        else:
+            exc = future.exception()
+            failed.append(f"{unit_name(units[i])}: {type(exc).__name__}: {_one_line(exc)}")
+        future.release()
+    if failed:
+        raise BenchError(
+            f"{len(failed)} unit(s) failed twice on the Dask cluster, nothing written: " + "; ".join(sorted(failed))
+        )
+    return [o for o in outputs if o is not None]
+
+
+def _one_line(exc: BaseException | None) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else "no message"
+
+
+def resolve_local(units: Sequence[Unit]) -> list[Unit]:
+    """Local paths made absolute: a worker's working directory need not be the coordinator's."""
+    return [(p.resolve() if isinstance(p, Path) else p, s, n) for p, s, n in units]

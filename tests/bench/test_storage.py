@@ -1,0 +1,114 @@
+"""Cassettes on object storage against a real S3 API: moto's server on 127.0.0.1, s3fs as the client, the endpoint
+given through fsspec's config as a user would (FSSPEC_S3_ENDPOINT_URL); credentials from the AWS environment."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import storage
+from bench.cli import main
+from bench.errors import BenchError
+from bench.testspec import load_catalog
+from scorer.pipeline import rescore
+from tests.support.s3 import BUCKET
+
+pytest.importorskip("s3fs")
+pytest.importorskip("moto.server")
+
+SHIPPED = Path(__file__).resolve().parents[2] / "cassettes" / "smollm2-135m-catalog.cassette"
+
+
+def _local_copy(tmp_path: Path, name: str = "run-1.cassette") -> Path:
+    local = tmp_path / "spool" / name
+    local.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SHIPPED, local)
+    return local
+
+
+def test_upload_verifies_then_removes_the_local_copy(s3: Any, tmp_path: Path) -> None:
+    local = _local_copy(tmp_path)
+    url = storage.upload(local, f"s3://{BUCKET}/runs/")
+    assert url == f"s3://{BUCKET}/runs/run-1.cassette"
+    assert not local.exists()
+    assert s3.cat_file(url) == SHIPPED.read_bytes()
+
+
+def test_rescore_and_ls_read_s3_urls(s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    storage.upload(_local_copy(tmp_path), f"s3://{BUCKET}/runs")
+    catalog = load_catalog(None)
+    _, local = rescore([SHIPPED], catalog=catalog, base=SHIPPED.parent)
+    _, remote = rescore([f"s3://{BUCKET}/runs"], catalog=catalog)
+    assert len(remote) == len(local) > 100
+    for a, b in zip(local, remote, strict=True):
+        assert b["cassette"] == f"s3://{BUCKET}/runs/run-1.cassette"
+        assert {**a, "cassette": None} == {**b, "cassette": None}
+
+    assert main(["cassette", "ls", f"s3://{BUCKET}/runs"]) == 0
+    out = capsys.readouterr().out
+    assert "run-1.cassette" in out and "180" in out
+    assert main(["cassette", "show", f"s3://{BUCKET}/runs/run-1.cassette"]) == 0
+    assert "run-1.cassette" in capsys.readouterr().out
+
+    scores = tmp_path / "scores.jsonl"
+    assert main(["rescore", f"s3://{BUCKET}/runs", "--out", str(scores)]) == 0
+    assert scores.read_bytes().count(b'"kind":"result"') == len(local)
+
+
+def test_an_upload_to_a_missing_bucket_keeps_the_local_file(s3: Any, tmp_path: Path) -> None:
+    local = _local_copy(tmp_path)
+    with pytest.raises(BenchError) as err:
+        storage.upload(local, "s3://no-such-bucket/runs", tries=2, pause_s=0)
+    message = str(err.value)
+    assert "upload failed after 2 tries" in message and "no such bucket" in message
+    assert str(local) in message and "\n" not in message
+    assert local.read_bytes() == SHIPPED.read_bytes()
+
+
+def test_a_missing_bucket_is_one_line(s3: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cassette", "ls", "s3://no-such-bucket/runs"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bench: error: s3://no-such-bucket/runs: no such bucket")
+    assert "\n" not in err
+
+
+def test_rescore_from_a_url_needs_out(s3: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rescore", f"s3://{BUCKET}/runs"]) == 1
+    assert "give --out FILE" in capsys.readouterr().err
+
+
+def test_missing_credentials_are_one_line(
+    s3: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import s3fs
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    s3fs.S3FileSystem.clear_instance_cache()
+    assert main(["cassette", "ls", f"s3://{BUCKET}/runs"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "no credentials" in err and "\n" not in err
+
+
+def test_a_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fsspec  # noqa: F401 - loads fsspec.registry
+
+    monkeypatch.setitem(sys.modules, "s3fs", None)
+    # As on an install without s3fs: fsspec has not loaded its class yet.
+    monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, "s3", raising=False)
+    with pytest.raises(BenchError, match=r"needs the s3fs package: pip install 'bench\[s3\]'"):
+        storage.filesystem("s3://bucket/x")
+
+
+def test_memory_urls_round_trip(tmp_path: Path) -> None:
+    url = storage.upload(_local_copy(tmp_path, "m.cassette"), "memory://bench-test/runs")
+    assert storage.find(["memory://bench-test/runs"]) == [url]
+    _, results = rescore([url], catalog=load_catalog(None))
+    assert results and all(r["cassette"] == url for r in results)

@@ -1,0 +1,106 @@
+"""`bench proxy --cassettes s3://...` as a real process against moto's real S3 server on 127.0.0.1: the cassette is
+written locally, uploaded and verified when the proxy stops, then replayed from the bucket; a failed upload keeps
+the local file. The endpoint and credentials reach the process the way a user gives them: environment variables."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bench.cassette import CassetteReader
+from tests.proxy.test_command import post
+from tests.support.s3 import BUCKET
+from tests.support.upstream import Upstream
+
+pytest.importorskip("s3fs")
+pytest.importorskip("moto.server")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(endpoint: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "FSSPEC_S3_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+
+
+async def _run_proxy(endpoint: str, *args: str) -> tuple[int, str, str, str]:
+    """Start `bench proxy`, send one streamed exchange through it, stop it with SIGINT; (rc, url, stdout, stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench", "proxy", "--port", "0", *args,
+        cwd=ROOT, env=_env(endpoint), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    url = None
+    lines: list[str] = []
+    try:
+        while url is None or not any("writing" in line for line in lines):
+            line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+            assert line, "bench proxy exited before listening: " + (await proc.stderr.read()).decode()
+            lines.append(line)
+            if m := re.search(r"listening on (http://\S+)", line):
+                url = m.group(1)
+        async with aiohttp.ClientSession() as session:
+            body = await post(session, url, x_words=5)
+        assert body.endswith(b"data: [DONE]\n\n")
+        proc.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return proc.returncode or 0, url, "".join(lines) + out.decode(), err.decode()
+
+
+async def test_a_closed_cassette_is_uploaded_verified_and_replayed_from_s3(
+    upstream: Upstream, s3: Any, s3_server: str, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool"
+    prefix = f"s3://{BUCKET}/proxy"
+    rc, _, out, err = await _run_proxy(
+        s3_server, "--upstream", upstream.url, "--cassettes", prefix, "--spool", str(spool)
+    )
+    assert rc == 0, err
+    assert f"uploaded {prefix}/rec-" in out and "sha256 verified" in out
+    assert not list(spool.glob("*.cassette"))  # removed once verified
+    s3.invalidate_cache()
+    (name,) = [n for n in s3.ls(f"{BUCKET}/proxy") if n.endswith(".cassette")]
+    local = tmp_path / "copy.cassette"
+    s3.get_file(name, str(local))
+    (record,) = list(CassetteReader(local))
+    assert record["outcome"] == "complete"
+    assert "testing" not in out + err  # the credentials are never printed
+
+    # Replay from the bucket with the upstream gone: the recording is fetched, then served.
+    replay_spool = tmp_path / "replay"
+    upstream_url = upstream.url
+    await upstream.close()
+    rc, _, out, err = await _run_proxy(
+        s3_server, "--mode", "replay", "--pace", "instant", "--cassettes", prefix, "--spool", str(replay_spool)
+    )
+    assert rc == 0, err
+    assert (replay_spool / Path(name).name).exists()
+    assert upstream_url not in out
+
+
+async def test_a_failed_upload_keeps_the_local_cassette(upstream: Upstream, s3_server: str, tmp_path: Path) -> None:
+    spool = tmp_path / "spool"
+    rc, _, _, err = await _run_proxy(
+        s3_server, "--upstream", upstream.url, "--cassettes", "s3://no-such-bucket/x", "--spool", str(spool)
+    )
+    assert rc == 1
+    assert "upload failed after 3 tries" in err and "no such bucket" in err
+    (kept,) = list(spool.glob("*.cassette"))
+    assert len(list(CassetteReader(kept))) == 1

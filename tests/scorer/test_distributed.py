@@ -1,0 +1,142 @@
+"""`rescore --dask` on a real Dask LocalCluster with separate worker processes: byte-identical scores to a local
+run, a worker killed mid-unit retried, a unit that fails twice named, and the one-line errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.errors import BenchError
+from bench.testspec import Catalog, load_catalog
+from scorer import distributed as dist
+from scorer.pipeline import Options, UnitOutput, plan_units, rescore
+from scorer.scores_io import write_scores
+
+pytest.importorskip("distributed")
+
+SHIPPED = Path(__file__).resolve().parents[2] / "cassettes" / "smollm2-135m-catalog.cassette"
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    import dask
+    import distributed
+
+    # As `--dask local:N` sets it: a unit whose worker dies twice fails rather than being tried a third time.
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": dist.ALLOWED_FAILURES}),
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog(None)
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Path:
+    """Three cassettes (the shipped real recording under three names): more units than workers, and shards."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        shutil.copy(SHIPPED, folder / f"{name}.cassette")
+    return folder
+
+
+def _scores(path: Path, folder: Path, catalog: Catalog, **kw: Any) -> bytes:
+    traffic: list[dict[str, Any]] = []
+    meta, results = rescore([folder], catalog=catalog, base=folder, traffic=traffic, **kw)
+    write_scores(path, meta, results, traffic)
+    return path.read_bytes()
+
+
+@pytest.mark.slow
+def test_dask_scores_are_byte_identical_to_a_local_run(
+    client: Any, catalog: Catalog, runs: Path, tmp_path: Path
+) -> None:
+    local = _scores(tmp_path / "local.jsonl", runs, catalog, jobs=1)
+    on_dask = _scores(tmp_path / "dask.jsonl", runs, catalog, dask=client.scheduler.address)
+    assert on_dask == local
+    assert local.count(b'"kind":"result"') > 100
+
+
+def _units(runs: Path) -> list[dist.Unit]:
+    return dist.resolve_local(plan_units(sorted(runs.glob("*.cassette")), 2))
+
+
+def _options(runs: Path) -> Options:
+    return Options(base=runs.resolve())
+
+
+def die_once(unit: dist.Unit, catalog: Catalog, options: Options) -> UnitOutput:
+    """Fault injection: the worker running b.cassette's unit dies (no exception, the process is gone) the first time."""
+    marker = Path(unit[0]).with_suffix(".died")
+    if Path(unit[0]).name == "b.cassette" and not marker.exists():
+        marker.touch()
+        os._exit(1)
+    return dist.score_remote(unit, catalog, options)
+
+
+def fail_always(unit: dist.Unit, catalog: Catalog, options: Options) -> UnitOutput:
+    if Path(unit[0]).name == "c.cassette":
+        raise ValueError("evaluator exploded\nsecond line")
+    return dist.score_remote(unit, catalog, options)
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_is_replaced_and_its_unit_rerun(client: Any, catalog: Catalog, runs: Path) -> None:
+    units = _units(runs)
+    expected = dist.run_units(client, units, catalog, _options(runs))
+    got = dist.run_units(client, units, catalog, _options(runs), fn=die_once)
+    assert (runs / "b.died").exists()
+    assert [o.results for o in got] == [o.results for o in expected]
+    assert [o.cassette for o in got] == [o.cassette for o in expected]
+
+
+def test_a_unit_that_fails_twice_is_named_and_nothing_is_dropped_silently(
+    client: Any, catalog: Catalog, runs: Path
+) -> None:
+    with pytest.raises(BenchError) as err:
+        dist.run_units(client, _units(runs), catalog, _options(runs), fn=fail_always)
+    message = str(err.value)
+    # c.cassette is planned as two shards (three cassettes, two workers): each is a unit, each is named.
+    assert "2 unit(s) failed twice" in message
+    for shard in (1, 2):
+        assert f"c.cassette (shard {shard} of 2): ValueError: evaluator exploded" in message
+    assert "a.cassette" not in message and "b.cassette" not in message
+    assert "second line" not in message and "\n" not in message
+
+
+def test_a_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch, runs: Path) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(BenchError, match=r"pip install 'bench\[dask\]'"):
+        rescore([runs], dask="local:1")
+
+
+def test_an_unreachable_scheduler_is_one_line(monkeypatch: pytest.MonkeyPatch, runs: Path) -> None:
+    monkeypatch.setattr(dist, "CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(BenchError, match=r"cannot reach a Dask scheduler"):
+        rescore([runs], dask="tcp://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("spec", ["local:0", "local:x", "local:"])
+def test_a_bad_local_spec_is_one_line(spec: str) -> None:
+    with pytest.raises(BenchError, match="local:N"):
+        dist.parse_local(spec)
+
+
+def test_local_specs() -> None:
+    assert dist.parse_local("local") == 0
+    assert dist.parse_local("local:3") == 3
+    assert dist.parse_local("tcp://10.0.0.1:8786") is None
