@@ -343,7 +343,7 @@ def main() -> None:
         parse_cpu = timed(lambda: parse_all(path), args.rounds, time.process_time)
         one_cpu = timed(lambda: rescore([path], catalog=catalog, jobs=1), args.rounds, time.process_time)
         _, results = rescore([path], catalog=catalog, jobs=1)
-        assert len(results) == n and all(r["passed"] for r in results), "benchmark inputs must all pass"
+        assert len(results) == n and all(r.passed for r in results), "benchmark inputs must all pass"
         untagged = traffic_speed(Path(tmp), n, args.rounds, catalog)
         if args.memory:
             big = Path(tmp) / "speed4.cassette"

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from bench import __version__, storage
-from bench.cassette import CassetteReader
+from bench.cassette import CassetteReader, records
 from bench.endpoints import endpoint_of
 from bench.errors import BenchError, CassetteError
 from bench.parse import PARSER_VERSION, ParsedExchange, parse_exchange
@@ -35,8 +35,9 @@ from scorer import sandbox
 from scorer.context import Turn
 from scorer.recognise import Recogniser
 from scorer.registry import evaluator_versions
+from scorer.results import Budgets, CassetteInfo, Meta, Result, Verdict
 from scorer.rules import Rule, as_chat, rule_spec
-from scorer.scoring import base_result, request_settings, score_conversation, slim, to_int
+from scorer.scoring import conversation_result, request_settings, score_conversation, slim, to_int
 from scorer.traffic import traffic_entry, traffic_key
 
 # Bumped when grouping, failure typing or the weighting of checks changes what the same inputs score.
@@ -85,8 +86,8 @@ class Claim:
 
 @dataclass
 class UnitOutput:
-    cassette: dict[str, Any] | None
-    results: list[dict[str, Any]]
+    cassette: CassetteInfo | None
+    results: list[Result]
     warnings: list[str]
     unknown: Counter[str]
     stale: Counter[str]
@@ -111,7 +112,7 @@ def rescore(
     traffic: list[dict[str, Any]] | None = None,
     rules: Sequence[Rule] = (),
     dask: str | None = None,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[Meta, list[Result]]:
     """Score every cassette under `paths`; returns the scores file's meta line and its sorted result lines.
     `traffic`, when given, receives one traffic line per exchange, tagged or not (scorer.traffic), sorted.
     `dask` (a scheduler address, or local[:N]) runs the units as Dask tasks instead (scorer.distributed)."""
@@ -158,18 +159,18 @@ def rescore(
 
 
 def require_results(
-    meta: Mapping[str, Any], results: Sequence[Any], paths: Sequence[storage.Location], traffic: Sequence[Any] = ()
+    meta: Meta, results: Sequence[Result], paths: Sequence[storage.Location], traffic: Sequence[Any] = ()
 ) -> None:
     """A command that finds nothing to score or report fails with one line (after the warnings that say why)."""
     if results or traffic:
         return
-    for warning in meta.get("warnings") or []:
+    for warning in meta.warnings:
         print(f"bench: warning: {warning}", file=sys.stderr)
     where = ", ".join(str(p) for p in paths)
-    read = len(meta.get("cassettes") or [])
+    read = len(meta.cassettes)
     raise BenchError(
         f"nothing to score in {where}: {read} cassette(s) read, no exchange in them"
-        + ("; see the warnings above" if meta.get("warnings") else "")
+        + ("; see the warnings above" if meta.warnings else "")
     )
 
 
@@ -352,14 +353,19 @@ def score_unit(unit: tuple[storage.Location, int, int]) -> UnitOutput:
                 f"{path}: {untagged} exchange(s) without an X-Bench-Test tag: reported as traffic; "
                 f"{claimed} scored (recognised as catalog tests or selected by a rule), the others not scored"
             )
-        out.cassette = {
-            "path": rel,
-            "run": header_run,
-            "created": header.get("created"),
-            "truncated": reader.truncated,
-            "settings": header.get("settings") or {},
-            "run_meta": header.get("run") or {},
-        }
+        try:
+            settings, run_meta = records.header_settings(header), records.header_run(header)
+        except records.DamagedHeader as exc:
+            out.warnings.append(f"{path}: {exc}; its settings and run metadata are left out of the scores file")
+            settings, run_meta = records.Settings(), records.RunMeta()
+        out.cassette = CassetteInfo(
+            path=rel,
+            run=header_run,
+            created=header.get("created"),
+            truncated=reader.truncated,
+            settings=settings,
+            run_meta=run_meta,
+        )
     while groups:
         # Popped as they are scored: a group's turns (answers, arguments) are freed as its result is made, so the
         # peak is not every turn plus every result.
@@ -367,9 +373,9 @@ def score_unit(unit: tuple[storage.Location, int, int]) -> UnitOutput:
         test = group.spec or catalog.tests.get(key[2])
         recorded = group.recorded if group.spec is not None else hashes.get(key[2]) if hashes is not None else None
         result = build_result(key, group, test, recorded, rel)
-        if result["status"] == "unknown":
+        if result.status == "unknown":
             out.unknown[key[2]] += 1
-        elif result["status"] == "stale":
+        elif result.status == "stale":
             out.stale[key[2]] += 1
         out.results.append(result)
     return out
@@ -388,59 +394,59 @@ def _add_claims(groups: dict[Key, Group], claims: list[Claim], parsed: ParsedExc
             group.first, group.settings = order, request_settings(parsed)
 
 
-def build_result(key: Key, group: Group, test: TestSpec | None, recorded: str | None, rel: str) -> dict[str, Any]:
+def build_result(key: Key, group: Group, test: TestSpec | None, recorded: str | None, rel: str) -> Result:
     run, model, test_id, epoch = key
-    result: dict[str, Any] = {
-        "kind": "result",
-        "run": run or None,
-        "cassette": rel,
-        "test": test_id,
-        "suite": test.suite if test else None,
-        "category": test.category if test else None,
-        "subcategory": test.subcategory if test else None,
-        "model": model or None,
-        "epoch": epoch,
-        "test_hash": recorded,
-        "catalog_test_hash": test.hash if test else None,
-        "settings": group.settings,
-        **base_result(group.turns),
-    }
-    blank: dict[str, Any] = {"score": None, "passed": None, "failure_type": None, "checks": []}
     if test is None:
-        result.update(status="unknown", **blank)
+        verdict = Verdict(status="unknown")
     elif recorded is not None and recorded != test.hash:
-        result.update(status="stale", **blank)
+        verdict = Verdict(status="stale")
     else:
-        result.update(score_conversation(test, group.turns))
-    return result
+        verdict = score_conversation(test, group.turns)
+    return conversation_result(
+        group.turns,
+        run=run or None,
+        cassette=rel,
+        test=test_id,
+        suite=test.suite if test else None,
+        category=test.category if test else None,
+        subcategory=test.subcategory if test else None,
+        model=model or None,
+        epoch=epoch,
+        test_hash=recorded,
+        catalog_test_hash=test.hash if test else None,
+        settings=group.settings,
+        status=verdict.status,
+        score=verdict.score,
+        passed=verdict.passed,
+        failure_type=verdict.failure_type,
+        checks=verdict.checks,
+    )
 
 
-def sort_key(result: Mapping[str, Any]) -> tuple[str, str, int, str, str]:
-    return (result["model"] or "", result["test"], result["epoch"], result["run"] or "", result["cassette"])
+def sort_key(result: Result) -> tuple[str, str, int, str, str]:
+    return (result.model or "", result.test, result.epoch, result.run or "", result.cassette)
 
 
-def latest_recordings(
-    results: list[dict[str, Any]], cassettes: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], Counter[str]]:
+def latest_recordings(results: list[Result], cassettes: list[CassetteInfo]) -> tuple[list[Result], Counter[str]]:
     """One result per (run, model, test, epoch): `bench record --resume` records a job cut off mid-way again, whole,
     in a later cassette of the same run, so the latest cassette's recording is the job; the earlier partial one is
     dropped and counted per run. Results without a run id (traffic of other clients) are all kept."""
-    created = {c["path"]: str(c.get("created") or "") for c in cassettes}
-    kept: list[dict[str, Any]] = []
+    created = {c.path: c.created or "" for c in cassettes}
+    kept: list[Result] = []
     superseded: Counter[str] = Counter()
     # sort_key orders by (model, test, epoch, run, cassette): one job's results from several cassettes are adjacent.
-    for (run, *_), same in groupby(results, key=lambda r: (r["run"], r["model"], r["test"], r["epoch"])):
+    for (run, *_), same in groupby(results, key=lambda r: (r.run, r.model, r.test, r.epoch)):
         group = list(same)
         if run and len(group) > 1:
             superseded[run] += len(group) - 1
-            group = [max(group, key=lambda r: (created.get(r["cassette"], ""), r["cassette"]))]
+            group = [max(group, key=lambda r: (created.get(r.cassette, ""), r.cassette))]
         kept.extend(group)
     return kept, superseded
 
 
 def assemble(
     catalog: Catalog, opts: Options, outputs: list[UnitOutput], files: list[storage.Location]
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[Meta, list[Result]]:
     cassettes = [o.cassette for o in outputs if o.cassette is not None]
     results, superseded = latest_recordings(sorted((r for o in outputs for r in o.results), key=sort_key), cassettes)
     warnings = [w for o in outputs for w in o.warnings]
@@ -461,21 +467,17 @@ def assemble(
             f"test {test_id!r} changed since it was recorded ({n} result(s)): "
             "reported as stale, not scored; re-record it"
         )
-    meta = {
-        "kind": "meta",
-        "format": "bench-scores",
-        "version": 1,
-        "bench_version": __version__,
-        "scorer_version": scorer_version(),
-        "parser_version": PARSER_VERSION,
-        "scoring_version": SCORING_VERSION,
-        "catalog_hash": catalog.hash,
-        "evaluators": evaluator_versions(),
-        "budgets": {
-            "max_tokens": opts.max_tokens,
-            "deadline_s": None if opts.deadline_us is None else opts.deadline_us / 1e6,
-        },
-        "cassettes": cassettes,
-        "warnings": warnings,
-    }
+    meta = Meta(
+        bench_version=__version__,
+        scorer_version=scorer_version(),
+        parser_version=PARSER_VERSION,
+        scoring_version=SCORING_VERSION,
+        catalog_hash=catalog.hash,
+        evaluators=evaluator_versions(),
+        budgets=Budgets(
+            max_tokens=opts.max_tokens, deadline_s=None if opts.deadline_us is None else opts.deadline_us / 1e6
+        ),
+        cassettes=cassettes,
+        warnings=warnings,
+    )
     return meta, results

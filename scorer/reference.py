@@ -49,16 +49,16 @@ def check_reference(test: TestSpec) -> list[str]:
         result = score_conversation(test, turns)
     except BenchError as exc:
         return [str(exc)]
-    if result["status"] == "scored" and result["passed"]:
+    if result.status == "scored" and result.passed:
         return []
-    if result["status"] == "skipped":
+    if result.status == "skipped":
         return []  # e.g. no C compiler here: nothing to say about the test itself
     problems = [
-        f"test {test.id}: reference fails check {i + 1} ({c['evaluator']}): {c['detail']}"
-        for i, c in enumerate(result["checks"])
-        if c["status"] == "scored" and not c["passed"]
+        f"test {test.id}: reference fails check {i + 1} ({c.evaluator}): {c.detail}"
+        for i, c in enumerate(result.checks)
+        if c.status == "scored" and not c.passed
     ]
     return problems or [
-        f"test {test.id}: reference scores {result['score']} < pass_threshold {test.pass_threshold}"
-        f" ({result['status']}, {result['failure_type']})"
+        f"test {test.id}: reference scores {result.score} < pass_threshold {test.pass_threshold}"
+        f" ({result.status}, {result.failure_type})"
     ]

@@ -1,4 +1,7 @@
-"""Reading and writing the scores file (docs/scores-format.md): JSON Lines, sorted keys, compact, deterministic."""
+"""Reading and writing the scores file (docs/scores-format.md): JSON Lines, sorted keys, compact, deterministic.
+
+Lines are the structs of scorer.results, encoded by msgspec with sorted keys and decoded straight into them.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +9,34 @@ import os
 from array import array
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 import orjson
 
 from bench.errors import BenchError
+from scorer.results import ENCODER, FORMAT_NAME, FORMAT_VERSION, META_DECODER, RESULT_DECODER, Meta, Result
 
-FORMAT_NAME = "bench-scores"
-FORMAT_VERSION = 1
+T = TypeVar("T")
+
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "dumps", "read_scores", "write_scores"]
 
 
-def dumps(obj: Mapping[str, Any]) -> bytes:
-    return orjson.dumps(obj, default=_plain, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS) + b"\n"
+def dumps(line: Meta | Result | Mapping[str, Any]) -> bytes:
+    if isinstance(line, msgspec.Struct):
+        return ENCODER.encode(line) + b"\n"
+    # A traffic line (scorer.traffic) is still a plain map.
+    return orjson.dumps(line, default=_plain, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
 def _plain(value: Any) -> Any:
-    """JSON for the compact containers results hold in memory (scorer.scoring keeps ITLs as arrays)."""
+    """JSON for the compact containers lines hold in memory (ITLs are kept as arrays)."""
     if isinstance(value, array):
         return value.tolist()
     raise TypeError(f"cannot write {type(value).__name__} to a scores file")
 
 
-def write_scores(
-    path: Path,
-    meta: Mapping[str, Any],
-    results: Iterable[Mapping[str, Any]],
-    traffic: Iterable[Mapping[str, Any]] = (),
-) -> None:
+def write_scores(path: Path, meta: Meta, results: Iterable[Result], traffic: Iterable[Mapping[str, Any]] = ()) -> None:
     """Write atomically (temporary file, then rename) so a reader never sees half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,41 +56,56 @@ def write_scores(
 
 def read_scores(
     path: Path, *, exchanges: bool = True, traffic: list[dict[str, Any]] | None = None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[Meta, list[Result]]:
     """The meta line and the result lines, read a line at a time. `exchanges=False` drops each result's per-exchange
     details (timings, ITLs: most of a file) as it is read, for callers that compare scores only. `traffic`, when
-    given, receives the traffic lines (one per exchange); otherwise they are skipped."""
+    given, receives the traffic lines (one per exchange); otherwise they are skipped, as are lines of other kinds. A
+    line that is not valid JSON, or whose fields have other types than the format's, is named in a one-line error."""
     path = Path(path)
     try:
         with open(path, "rb") as fh:
-            meta = _parse(path, fh.readline())
-            if not meta:
+            first = fh.readline()
+            if not first.strip():
                 raise BenchError(f"{path}: empty scores file; run `bench rescore` again")
-            if not isinstance(meta, dict) or meta.get("kind") != "meta" or meta.get("format") != FORMAT_NAME:
+            head = _parse(path, first)
+            if not isinstance(head, dict) or head.get("kind") != "meta" or head.get("format") != FORMAT_NAME:
                 raise BenchError(f"{path}: not a bench scores file (no meta line); pass a file `bench rescore` wrote")
-            version = meta.get("version")
+            version = head.get("version")
             if not isinstance(version, int) or version > FORMAT_VERSION:
                 raise BenchError(
                     f"{path}: scores format version {version!r} is newer than this bench reads; upgrade bench"
                 )
-            results: list[dict[str, Any]] = []
-            for line in fh:
-                result = _parse(path, line)
-                if isinstance(result, dict) and result.get("kind") == "result":
-                    if not exchanges:
-                        result.pop("exchanges", None)
-                    results.append(result)
-                elif traffic is not None and isinstance(result, dict) and result.get("kind") == "traffic":
-                    traffic.append(result)
+            meta = _decode(path, 1, first, META_DECODER)
+            results: list[Result] = []
+            for number, line in enumerate(fh, start=2):
+                if not line.strip():
+                    continue
+                if b'"kind":"result"' not in line:
+                    other = _parse(path, line)
+                    if traffic is not None and isinstance(other, dict) and other.get("kind") == "traffic":
+                        traffic.append(other)
+                    if not isinstance(other, dict) or other.get("kind") != "result":
+                        continue
+                result = _decode(path, number, line, RESULT_DECODER)
+                if not exchanges:
+                    result.exchanges = []
+                results.append(result)
     except OSError as exc:
         raise BenchError(f"cannot read scores file {path}: {exc.strerror}; run `bench rescore` first") from None
     return meta, results
 
 
-def _parse(path: Path, line: bytes) -> Any:
-    if not line.strip():
-        return None
+def _parse(path: Path, line: bytes) -> object:
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
+        return msgspec.json.decode(line)
+    except msgspec.DecodeError as exc:
+        raise BenchError(f"{path}: not a scores file (bad JSON: {exc}); run `bench rescore` again") from None
+
+
+def _decode(path: Path, number: int, line: bytes, decoder: msgspec.json.Decoder[T]) -> T:
+    try:
+        return decoder.decode(line)
+    except msgspec.ValidationError as exc:
+        raise BenchError(f"{path}: line {number} is damaged ({exc}); run `bench rescore` again") from None
+    except msgspec.DecodeError as exc:
         raise BenchError(f"{path}: not a scores file (bad JSON: {exc}); run `bench rescore` again") from None

@@ -14,6 +14,7 @@ from bench.testspec import TestSpec
 from scorer.context import Call, EvalContext, Turn
 from scorer.failures import classify, transport_failure
 from scorer.registry import Score, get_evaluator, run_check
+from scorer.results import CheckScore, ExchangeScore, Result, Verdict
 
 SETTINGS_KEYS = ("temperature", "seed", "max_tokens", "stream")
 
@@ -77,71 +78,72 @@ def final_attempts(exchanges: Sequence[Turn]) -> list[Turn]:
     return [last[k] for k in sorted(last)]
 
 
-def exchange_entry(t: Turn, final: bool) -> dict[str, Any]:
+def exchange_entry(t: Turn, final: bool) -> ExchangeScore:
     timing = t.timing
-    return {
-        "id": t.id,
-        "turn": t.turn,
-        "attempt": t.attempt,
-        "outcome": t.outcome,
-        "status": t.status,
-        "final": final,
-        "ttft_us": timing.get("ttft_us"),
-        "e2el_us": timing.get("e2el_us"),
-        "tpot_us": timing.get("tpot_us"),
-        "itl_us": timing.get("itl_us") or [],
-        "output_tokens": timing.get("output_tokens"),
-        "tokens_source": timing.get("tokens_source"),
-        "n_events": timing.get("n_events"),
-        "loop_lag_us": timing.get("loop_lag_us"),
-    }
+    return ExchangeScore(
+        id=t.id,
+        turn=t.turn,
+        attempt=t.attempt,
+        outcome=t.outcome,
+        status=t.status,
+        final=final,
+        ttft_us=timing.get("ttft_us"),
+        e2el_us=timing.get("e2el_us"),
+        tpot_us=timing.get("tpot_us"),
+        itl_us=timing.get("itl_us") or [],
+        output_tokens=timing.get("output_tokens"),
+        tokens_source=timing.get("tokens_source"),
+        n_events=timing.get("n_events", 0),
+        loop_lag_us=timing.get("loop_lag_us"),
+    )
 
 
-def check_entry(test: TestSpec, index: int, score: Score | None) -> dict[str, Any]:
+def check_entry(test: TestSpec, index: int, score: Score | None) -> CheckScore:
     check = test.checks[index]
     ev = get_evaluator(test, index, check)
     passed = None if score is None or score.status != "scored" else score.score >= 1.0
-    return {
-        "evaluator": check.evaluator,
-        "version": ev.version,
-        "args": dict(check.args),
-        "weight": check.weight,
-        "status": "skipped" if score is None else score.status,
-        "score": None if score is None or score.status != "scored" else round(score.score, 6),
-        "passed": passed,
-        "detail": "" if score is None else score.detail,
-    }
+    return CheckScore(
+        evaluator=check.evaluator,
+        version=ev.version,
+        args=dict(check.args),
+        weight=check.weight,
+        status="skipped" if score is None else score.status,
+        score=None if score is None or score.status != "scored" else round(score.score, 6),
+        passed=passed,
+        detail="" if score is None else score.detail,
+    )
 
 
-def base_result(exchanges: Sequence[Turn]) -> dict[str, Any]:
+def conversation_result(exchanges: Sequence[Turn], **identity: Any) -> Result:
+    """A result with what its exchanges say (served identity, findings, attempts); the caller's `identity` fields
+    (run, test, model…) and the verdict are set on it."""
     ordered = sorted(exchanges, key=lambda t: (t.turn, t.attempt, t.id))
     finals = {t.id for t in final_attempts(ordered)}
     last = ordered[-1] if ordered else None
     findings = sorted({f for t in ordered if t.id in finals for f in t.findings})
-    return {
-        "endpoint": last.endpoint if last else None,
-        "served_model": last.model if last else None,
-        "system_fingerprint": last.system_fingerprint if last else None,
-        "findings": findings,
-        "attempts": len(ordered),
-        "retries": len(ordered) - len(finals),
-        "exchanges": [exchange_entry(t, t.id in finals) for t in ordered],
-    }
+    return Result(
+        endpoint=last.endpoint if last else None,
+        served_model=last.model if last else None,
+        system_fingerprint=last.system_fingerprint if last else None,
+        findings=findings,
+        attempts=len(ordered),
+        retries=len(ordered) - len(finals),
+        exchanges=[exchange_entry(t, t.id in finals) for t in ordered],
+        **identity,
+    )
 
 
-def score_conversation(test: TestSpec, exchanges: Sequence[Turn]) -> dict[str, Any]:
+def score_conversation(test: TestSpec, exchanges: Sequence[Turn]) -> Verdict:
     """status, score, passed, failure_type and checks of one result (the caller adds identity and exchanges)."""
     turns = final_attempts(exchanges)
     for turn in turns:
         failure = transport_failure(turn)
         if failure is not None:
-            return {
-                "status": "errored",
-                "score": None,
-                "passed": None,
-                "failure_type": failure,
-                "checks": [check_entry(test, i, None) for i in range(len(test.checks))],
-            }
+            return Verdict(
+                status="errored",
+                failure_type=failure,
+                checks=[check_entry(test, i, None) for i in range(len(test.checks))],
+            )
     ctx = EvalContext(test, turns)
     try:
         scores = [run_check(ctx, i, check) for i, check in enumerate(test.checks)]
@@ -149,10 +151,10 @@ def score_conversation(test: TestSpec, exchanges: Sequence[Turn]) -> dict[str, A
         counted = [(c, s) for c, s in zip(test.checks, scores, strict=True) if s.status == "scored"]
         weight = sum(c.weight for c, _ in counted)
         if not counted or weight <= 0:
-            return {"status": "skipped", "score": None, "passed": None, "failure_type": None, "checks": checks}
+            return Verdict(status="skipped", checks=checks)
         score = round(sum(c.weight * s.score for c, s in counted) / weight, 6)
         passed = score >= test.pass_threshold
         failure = None if passed else classify(ctx, list(zip(test.checks, scores, strict=True)))
-        return {"status": "scored", "score": score, "passed": passed, "failure_type": failure, "checks": checks}
+        return Verdict(status="scored", score=score, passed=passed, failure_type=failure, checks=checks)
     finally:
         ctx.close()

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
 
 from scorer.failures import FAILURE_TYPES, TRANSPORT
 from scorer.flips import Flip
+from scorer.results import Meta, Result
 
 BUDGET_NOTE = (
     "what-if budgets are approximations: --max-tokens cuts the recorded stream after N token events (one event is "
@@ -26,28 +26,27 @@ def _fmt_score(v: float | None) -> str:
 
 def print_summary(
     console: Console,
-    meta: Mapping[str, Any],
-    results: Sequence[Mapping[str, Any]],
+    meta: Meta,
+    results: Sequence[Result],
     flips: Sequence[Flip] | None,
     out: str,
     traffic: int = 0,
 ) -> None:
-    for warning in meta.get("warnings") or []:
+    for warning in meta.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    budgets = meta.get("budgets") or {}
-    if budgets.get("max_tokens") is not None or budgets.get("deadline_s") is not None:
+    if meta.budgets.max_tokens is not None or meta.budgets.deadline_s is not None:
         console.print(f"[cyan]note:[/] {BUDGET_NOTE}", highlight=False, soft_wrap=True)
     per_model: dict[str, Counter[str]] = defaultdict(Counter)
     failures: dict[str, Counter[str]] = defaultdict(Counter)
     for r in results:
-        model = r.get("model") or "?"
+        model = r.model or "?"
         c = per_model[model]
-        c[r["status"]] += 1
-        if r["status"] == "scored" and r.get("passed"):
+        c[r.status] += 1
+        if r.status == "scored" and r.passed:
             c["passed"] += 1
-        if r.get("failure_type"):
-            failures[model][r["failure_type"]] += 1
-    table = Table(title=f"bench rescore · scorer {meta.get('scorer_version')} · {len(results)} results")
+        if r.failure_type:
+            failures[model][r.failure_type] += 1
+    table = Table(title=f"bench rescore · scorer {meta.scorer_version} · {len(results)} results")
     for col in ("model", "scored", "passed", "pass rate", "errored", "skipped", "stale", "unknown"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for model in sorted(per_model):

@@ -8,8 +8,9 @@ import msgspec
 import orjson
 
 from bench.parse import parse_exchange
-from bench.view.index import Index, Row
+from bench.view.index import UNTAGGED, Index, Row
 from bench.view.timeline import Timeline, timeline
+from scorer.results import ExchangeScore
 
 
 class Turn(msgspec.Struct):
@@ -111,7 +112,7 @@ def _call(name: Any, arguments: Any) -> dict[str, str]:
     return {"name": str(name or ""), "arguments": _pretty(arguments if arguments is not None else {})}
 
 
-def _exchange(entry: dict[str, Any], record: dict[str, Any]) -> Exchange:
+def _exchange(entry: ExchangeScore, record: dict[str, Any], scored: bool) -> Exchange:
     parsed = parse_exchange(record, keep_events=True)
     answer = Turn(
         role="assistant",
@@ -121,9 +122,10 @@ def _exchange(entry: dict[str, Any], record: dict[str, Any]) -> Exchange:
     )
     return Exchange(
         id=parsed.id,
-        attempt=entry.get("attempt"),
-        turn=entry.get("turn"),
-        final=bool(entry.get("final")),
+        # Untagged traffic has no turns or attempts.
+        attempt=entry.attempt if scored else None,
+        turn=entry.turn if scored else None,
+        final=entry.final,
         status=parsed.status,
         outcome=parsed.outcome,
         endpoint=parsed.endpoint,
@@ -137,25 +139,24 @@ def _exchange(entry: dict[str, Any], record: dict[str, Any]) -> Exchange:
 def detail(index: Index, n: int) -> Detail:
     result = index.results[n]
     records = index.records(n)
-    entries = [e for e in result.get("exchanges") or [] if isinstance(e, dict)]
+    entries = result.exchanges
     checks = [
         Check(
-            evaluator=str(c.get("evaluator") or ""),
-            args=c.get("args"),
-            passed=c.get("passed"),
-            score=c.get("score"),
-            weight=c.get("weight"),
-            reason=str(c.get("detail") or c.get("status") or ""),
+            evaluator=c.evaluator,
+            args=c.args,
+            passed=c.passed,
+            score=c.score,
+            weight=c.weight,
+            reason=c.detail or c.status,
         )
-        for c in result.get("checks") or []
-        if isinstance(c, dict)
+        for c in result.checks
     ]
     return Detail(
         row=index.rows[n],
         checks=checks,
-        findings=[str(f) for f in result.get("findings") or []],
-        exchanges=[_exchange(e, records[str(e.get("id"))]) for e in entries if str(e.get("id")) in records],
-        missing=[str(e.get("id")) for e in entries if str(e.get("id")) not in records],
+        findings=list(result.findings),
+        exchanges=[_exchange(e, records[e.id], result.run != UNTAGGED) for e in entries if e.id in records],
+        missing=[e.id for e in entries if e.id not in records],
     )
 
 

@@ -17,6 +17,7 @@ from bench.cassette import CassetteReader
 from bench.errors import BenchError, CassetteError
 from scorer.report.load import Scores, load
 from scorer.report.stats import wilson
+from scorer.results import ExchangeScore, Meta, Result
 
 RECENT = 8  # results whose records stay in memory after being opened
 
@@ -64,7 +65,7 @@ class Index:
         self.sources = sources
         self.rows: list[Row] = []
         self._recent: dict[int, dict[str, dict[str, Any]]] = {}
-        self.results: list[dict[str, Any]] = []
+        self.results: list[Result] = []
         self.by_key: dict[tuple[str, str, str, int], int] = {}
         for s, scores in enumerate(sources):
             for result in [*scores.results, *_untagged(scores)]:
@@ -87,7 +88,7 @@ class Index:
         return n
 
     def cassette_path(self, n: int) -> Path:
-        return self.sources[self.rows[n].source].base / str(self.results[n].get("cassette", ""))
+        return self.sources[self.rows[n].source].base / self.results[n].cassette
 
     def records(self, n: int) -> dict[str, dict[str, Any]]:
         """The result's exchange records by id, read from its cassette (a streaming scan that stops when all are
@@ -103,7 +104,7 @@ class Index:
         return found
 
     def _scan(self, n: int) -> dict[str, dict[str, Any]]:
-        wanted = {str(e.get("id")) for e in self.results[n].get("exchanges") or []}
+        wanted = {e.id for e in self.results[n].exchanges}
         found: dict[str, dict[str, Any]] = {}
         if not wanted:
             return found
@@ -121,55 +122,68 @@ class Index:
 UNTAGGED = "untagged"
 
 
-def _untagged(scores: Scores) -> list[dict[str, Any]]:
+def _untagged(scores: Scores) -> list[Result]:
     """Exchanges that no result covers (untagged traffic no rule scored), as unscored results of the run
     "untagged", suite = endpoint and test = cassette#id, so they browse like any result."""
-    covered = {(str(r.get("cassette")), str(e.get("id"))) for r in scores.results for e in r.get("exchanges") or []}
+    covered = {(r.cassette, e.id) for r in scores.results for e in r.exchanges}
     found = []
     for entry in scores.traffic:
         key = (str(entry.get("cassette")), str(entry.get("id")))
         if key in covered:
             continue
         found.append(
-            {
-                "run": UNTAGGED,
-                "model": entry.get("model") or entry.get("served_model") or "",
-                "suite": entry.get("endpoint") or "",
-                "test": f"{key[0]}#{key[1]}",
-                "epoch": 0,
-                "passed": None,
-                "status": "unscored",
-                "cassette": key[0],
-                "system_fingerprint": entry.get("system_fingerprint"),
-                "findings": entry.get("findings") or [],
-                "exchanges": [{**entry, "final": True}],
-            }
+            Result(
+                run=UNTAGGED,
+                model=entry.get("model") or entry.get("served_model") or "",
+                suite=entry.get("endpoint") or "",
+                test=f"{key[0]}#{key[1]}",
+                epoch=0,
+                passed=None,
+                status="unscored",
+                cassette=key[0],
+                system_fingerprint=entry.get("system_fingerprint"),
+                findings=list(entry.get("findings") or []),
+                exchanges=[
+                    ExchangeScore(
+                        id=key[1],
+                        outcome=str(entry.get("outcome") or ""),
+                        status=entry.get("status"),
+                        final=True,
+                        ttft_us=entry.get("ttft_us"),
+                        e2el_us=entry.get("e2el_us"),
+                        tpot_us=entry.get("tpot_us"),
+                        itl_us=entry.get("itl_us"),
+                        output_tokens=entry.get("output_tokens"),
+                        tokens_source=entry.get("tokens_source"),
+                        n_events=int(entry.get("n_events") or 0),
+                    )
+                ],
+            )
         )
     return found
 
 
-def _final(result: dict[str, Any]) -> dict[str, Any]:
-    exchanges: list[dict[str, Any]] = result.get("exchanges") or []
-    finals = [e for e in exchanges if e.get("final")]
-    return (finals or exchanges or [{}])[-1]
+def _final(result: Result) -> ExchangeScore:
+    finals = [e for e in result.exchanges if e.final]
+    return (finals or result.exchanges or [ExchangeScore()])[-1]
 
 
-def _row(n: int, source: int, r: dict[str, Any]) -> Row:
+def _row(n: int, source: int, r: Result) -> Row:
     final = _final(r)
     return Row(
         n=n,
-        run=str(r.get("run") or ""),
-        model=str(r.get("model") or ""),
-        suite=str(r.get("suite") or ""),
-        test=str(r.get("test") or ""),
-        epoch=int(r.get("epoch") or 0),
-        passed=r.get("passed"),
-        failure_type=r.get("failure_type"),
-        score=r.get("score"),
-        ttft_us=final.get("ttft_us"),
-        e2el_us=final.get("e2el_us"),
-        tokens=final.get("output_tokens"),
-        retries=int(r.get("retries") or 0),
+        run=r.run or "",
+        model=r.model or "",
+        suite=r.suite or "",
+        test=r.test,
+        epoch=r.epoch,
+        passed=r.passed,
+        failure_type=r.failure_type,
+        score=r.score,
+        ttft_us=final.ttft_us,
+        e2el_us=final.e2el_us,
+        tokens=final.output_tokens,
+        retries=r.retries,
         source=source,
     )
 
@@ -181,12 +195,12 @@ def _runs(index: Index) -> list[Run]:
     for row, result in zip(index.rows, index.results, strict=True):
         c = counts[row.run][row.model]
         # As in the reports: results that errored in transport (status "errored") are left out of pass rates.
-        if result.get("status", "scored") == "scored":
+        if result.status == "scored":
             c[1] += 1
             c[0] += row.passed is True
         first.setdefault(row.run, row.n)
-        if result.get("system_fingerprint"):
-            fingerprints[row.run].add(str(result["system_fingerprint"]))
+        if result.system_fingerprint:
+            fingerprints[row.run].add(result.system_fingerprint)
     runs = []
     for run_id, models in counts.items():
         n0 = first[run_id]
@@ -200,7 +214,7 @@ def _runs(index: Index) -> list[Run]:
                 id=run_id,
                 source=source.source,
                 models=rates,
-                settings=dict(index.results[n0].get("settings") or {}),
+                settings=dict(index.results[n0].settings),
                 fingerprints=sorted(fingerprints[run_id]),
                 catalog_hash=_catalog_hash(source.meta, run_id),
                 results=sum(1 for r in index.rows if r.run == run_id),
@@ -209,11 +223,10 @@ def _runs(index: Index) -> list[Run]:
     return runs
 
 
-def _catalog_hash(meta: dict[str, Any], run_id: str) -> str | None:
-    for cassette in meta.get("cassettes") or []:
-        run_meta = cassette.get("run_meta") or {}
-        if cassette.get("run") == run_id and run_meta.get("catalog_hash"):
-            return str(run_meta["catalog_hash"])
+def _catalog_hash(meta: Meta, run_id: str) -> str | None:
+    for cassette in meta.cassettes:
+        if cassette.run == run_id and cassette.run_meta.catalog_hash:
+            return cassette.run_meta.catalog_hash
     return None
 
 

@@ -17,6 +17,7 @@ from scorer.report.load import Scores, paused_gc
 from scorer.report.stats import pass_at_k, pass_hat_k, wilson
 from scorer.report.timing import Timing, timing
 from scorer.report.traffic import Traffic, traffic
+from scorer.results import Meta, Result
 
 STATUSES = ("scored", "errored", "skipped", "stale", "unknown")
 SCOPES = ("overall", "suite", "category")
@@ -88,6 +89,16 @@ class ModelSettings:
 
 
 @dataclass
+class CassetteRow:
+    """A cassette the scores came from; `truncated`: cut short (killed or interrupted), tests may be missing."""
+
+    path: str
+    run: str | None
+    created: str | None
+    truncated: bool
+
+
+@dataclass
 class RunInfo:
     bench_version: str | None
     scorer_version: str | None
@@ -95,8 +106,8 @@ class RunInfo:
     catalog_hash: str | None
     recorded_catalog_hashes: list[str]
     evaluators: dict[str, int]
-    budgets: dict[str, Any]
-    cassettes: list[dict[str, Any]]  # path, run, created, truncated
+    budgets: dict[str, int | float | None]
+    cassettes: list[CassetteRow]
 
 
 @dataclass
@@ -123,9 +134,9 @@ def build(scores: Scores) -> Report:
 
 
 def _build(scores: Scores) -> Report:
-    by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_model: dict[str, list[Result]] = defaultdict(list)
     for result in scores.results:
-        by_model[str(result.get("model"))].append(result)
+        by_model[str(result.model)].append(result)
     models = sorted(by_model)
     scans = {m: scan(m, by_model[m]) for m in models}
     report = Report(
@@ -163,7 +174,7 @@ class Scan:
     fingerprints: dict[str | None, list[str]]  # run -> distinct fingerprints, only where there were several
 
 
-def scan(model: str, results: list[dict[str, Any]]) -> Scan:
+def scan(model: str, results: list[Result]) -> Scan:
     # One count per (suite, category, status, passed) combination: a handful of keys, summed into groups afterwards.
     combos: Counter[tuple[str, str, str, bool]] = Counter()
     epoch_tally: dict[tuple[str | None, str], list[int]] = defaultdict(lambda: [0, 0])
@@ -173,29 +184,29 @@ def scan(model: str, results: list[dict[str, Any]]) -> Scan:
     encoded_settings: set[bytes] = set()
     attempts = retries = retried = errored = failed = 0
     for result in results:
-        status = str(result.get("status"))
-        passed = status == "scored" and bool(result.get("passed"))
-        combos[(str(result.get("suite") or "?"), str(result.get("category") or "?"), status, passed)] += 1
+        status = str(result.status)
+        passed = status == "scored" and bool(result.passed)
+        combos[(str(result.suite or "?"), str(result.category or "?"), status, passed)] += 1
         if status == "scored":
-            cell = epoch_tally[(result.get("run"), str(result.get("test")))]
+            cell = epoch_tally[(result.run, str(result.test))]
             cell[0] += 1
             cell[1] += passed
         if (status == "scored" and not passed) or status == "errored":
-            fail_counter[str(result.get("failure_type") or "unclassified")] += 1
-        attempts += int(result.get("attempts") or 0)
-        extra = int(result.get("retries") or 0)
+            fail_counter[str(result.failure_type or "unclassified")] += 1
+        attempts += int(result.attempts or 0)
+        extra = int(result.retries or 0)
         retries += extra
         retried += extra > 0
         errored += status == "errored"
-        for ex in result.get("exchanges") or ():
-            code = ex.get("status")
-            if ex.get("outcome") != "complete" or not isinstance(code, int) or code >= 400:
+        for ex in result.exchanges or ():
+            code = ex.status
+            if ex.outcome != "complete" or not isinstance(code, int) or code >= 400:
                 failed += 1
-        if result.get("served_model"):
-            served.add(str(result["served_model"]))
-        if result.get("system_fingerprint"):
-            fps[result.get("run")].add(str(result["system_fingerprint"]))
-        encoded_settings.add(orjson.dumps(result.get("settings") or {}, option=orjson.OPT_SORT_KEYS))
+        if result.served_model:
+            served.add(str(result.served_model))
+        if result.system_fingerprint:
+            fps[result.run].add(str(result.system_fingerprint))
+        encoded_settings.add(orjson.dumps(result.settings or {}, option=orjson.OPT_SORT_KEYS))
     groups: dict[tuple[str, str], Counts] = defaultdict(Counts)
     for (suite, category, status, passed), n in combos.items():
         for where in (("overall", ""), ("suite", suite), ("category", category)):
@@ -264,36 +275,21 @@ def _distinct(values: Iterable[Any]) -> list[str]:
     return sorted({orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode() for v in values})
 
 
-def model_settings(model: str, results: list[dict[str, Any]]) -> ModelSettings:
+def model_settings(model: str, results: list[Result]) -> ModelSettings:
     return scan(model, results).settings
 
 
-def run_info(meta: dict[str, Any]) -> RunInfo:
-    cassettes = [
-        {
-            "path": c.get("path"),
-            "run": c.get("run"),
-            "created": c.get("created"),
-            "truncated": bool(c.get("truncated")),
-            "interrupted": bool((c.get("run_meta") or {}).get("interrupted")),
-        }
-        for c in meta.get("cassettes") or ()
-    ]
-    recorded = sorted(
-        {
-            str(h)
-            for c in meta.get("cassettes") or ()
-            if (h := (c.get("run_meta") or {}).get("catalog_hash")) is not None
-        }
-    )
+def run_info(meta: Meta) -> RunInfo:
+    cassettes = [CassetteRow(c.path, c.run, c.created, c.truncated) for c in meta.cassettes]
+    recorded = sorted({h for c in meta.cassettes if (h := c.run_meta.catalog_hash) is not None})
     return RunInfo(
-        bench_version=meta.get("bench_version"),
-        scorer_version=meta.get("scorer_version"),
-        parser_version=meta.get("parser_version"),
-        catalog_hash=meta.get("catalog_hash"),
+        bench_version=meta.bench_version,
+        scorer_version=meta.scorer_version,
+        parser_version=meta.parser_version,
+        catalog_hash=meta.catalog_hash,
         recorded_catalog_hashes=recorded,
-        evaluators=dict(meta.get("evaluators") or {}),
-        budgets=dict(meta.get("budgets") or {}),
+        evaluators=dict(meta.evaluators),
+        budgets={"max_tokens": meta.budgets.max_tokens, "deadline_s": meta.budgets.deadline_s},
         cassettes=cassettes,
     )
 
@@ -312,8 +308,8 @@ def warnings(report: Report, fingerprints: dict[str, dict[str | None, list[str]]
             if key != "stream" and len(vals) > 1:
                 out.append(f"{s.model}: {key} varied within the run ({', '.join(vals)})")
     for cassette in report.run.cassettes:
-        if cassette["truncated"] or cassette["interrupted"]:
-            out.append(f"cassette {cassette['path']} was cut short (interrupted run): some tests may be missing")
+        if cassette.truncated:
+            out.append(f"cassette {cassette.path} was cut short (interrupted run): some tests may be missing")
     info = report.run
     changed = [h for h in info.recorded_catalog_hashes if info.catalog_hash and h != info.catalog_hash]
     if changed:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import shlex
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 from scorer.report.aggregate import model_settings, run_info
 from scorer.report.load import Scores
 from scorer.report.stats import mcnemar_exact, paired_bootstrap
+from scorer.results import Result
 
 ALPHA = 0.05
 RULE = (
@@ -76,12 +76,12 @@ class Comparison:
         return any(d.significant and d.regressed > d.improved for d in self.deltas)
 
 
-def index(scores: Scores, side: str, warnings: list[str]) -> dict[Key, dict[str, Any]]:
+def index(scores: Scores, side: str, warnings: list[str]) -> dict[Key, Result]:
     """(model, test, epoch) -> result; when several runs share a key the last one in the file wins, with a warning."""
-    out: dict[Key, dict[str, Any]] = {}
+    out: dict[Key, Result] = {}
     duplicates = 0
     for result in scores.results:
-        key = (str(result.get("model")), str(result.get("test")), int(result.get("epoch") or 0))
+        key = (str(result.model), str(result.test), int(result.epoch or 0))
         duplicates += key in out
         out[key] = result
     if duplicates:
@@ -91,27 +91,27 @@ def index(scores: Scores, side: str, warnings: list[str]) -> dict[Key, dict[str,
     return out
 
 
-def show_commands(scores: Scores, result: dict[str, Any]) -> list[str]:
-    cassette = result.get("cassette")
+def show_commands(scores: Scores, result: Result) -> list[str]:
+    cassette = result.cassette
     if not cassette:
         return []
     path = shlex.quote(str(scores.base / str(cassette)))
-    exchanges = result.get("exchanges") or []
-    final = [ex for ex in exchanges if ex.get("final")] or exchanges
-    return [f"bench cassette show {path} --id {shlex.quote(str(ex.get('id')))}" for ex in final]
+    exchanges = result.exchanges or []
+    final = [ex for ex in exchanges if ex.final] or exchanges
+    return [f"bench cassette show {path} --id {shlex.quote(ex.id)}" for ex in final]
 
 
 def compare(a: Scores, b: Scores) -> Comparison:
     warnings = like_for_like(a, b)
     ia, ib = index(a, "A", warnings), index(b, "B", warnings)
     shared = sorted(set(ia) & set(ib))
-    both: list[tuple[Key, dict[str, Any], dict[str, Any]]] = []
+    both: list[tuple[Key, Result, Result]] = []
     not_comparable = hash_changed = 0
     for key in shared:
         ra, rb = ia[key], ib[key]
-        if ra.get("status") == "scored" and rb.get("status") == "scored":
+        if ra.status == "scored" and rb.status == "scored":
             both.append((key, ra, rb))
-            hash_changed += ra.get("test_hash") != rb.get("test_hash")
+            hash_changed += ra.test_hash != rb.test_hash
         else:
             not_comparable += 1
     if hash_changed:
@@ -119,7 +119,7 @@ def compare(a: Scores, b: Scores) -> Comparison:
     regressions: list[Change] = []
     improvements: list[Change] = []
     for (model, test, epoch), ra, rb in both:
-        pa, pb = bool(ra.get("passed")), bool(rb.get("passed"))
+        pa, pb = bool(ra.passed), bool(rb.passed)
         if pa == pb:
             continue
         loser, scores = (rb, b) if pa else (ra, a)
@@ -127,10 +127,10 @@ def compare(a: Scores, b: Scores) -> Comparison:
             model,
             test,
             epoch,
-            str(rb.get("category") or "?"),
+            str(rb.category or "?"),
             "pass" if pa else "fail",
             "pass" if pb else "fail",
-            loser.get("failure_type"),
+            loser.failure_type,
             show_commands(scores, loser),
         )
         (regressions if pa else improvements).append(change)
@@ -160,15 +160,15 @@ def compare(a: Scores, b: Scores) -> Comparison:
     return comparison
 
 
-def paired_deltas(both: list[tuple[Key, dict[str, Any], dict[str, Any]]]) -> list[Delta]:
-    groups: dict[tuple[str, str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
+def paired_deltas(both: list[tuple[Key, Result, Result]]) -> list[Delta]:
+    groups: dict[tuple[str, str, str], list[tuple[Result, Result]]] = defaultdict(list)
     for (model, _test, _epoch), ra, rb in both:
         groups[(model, "overall", "")].append((ra, rb))
-        groups[(model, "category", str(rb.get("category") or "?"))].append((ra, rb))
+        groups[(model, "category", str(rb.category or "?"))].append((ra, rb))
     deltas = []
     for (model, scope, group), pairs in sorted(groups.items()):
-        passed_a = [bool(ra.get("passed")) for ra, _ in pairs]
-        passed_b = [bool(rb.get("passed")) for _, rb in pairs]
+        passed_a = [bool(ra.passed) for ra, _ in pairs]
+        passed_b = [bool(rb.passed) for _, rb in pairs]
         regressed = sum(x and not y for x, y in zip(passed_a, passed_b, strict=True))
         improved = sum(y and not x for x, y in zip(passed_a, passed_b, strict=True))
         delta = Delta(
@@ -185,8 +185,8 @@ def paired_deltas(both: list[tuple[Key, dict[str, Any], dict[str, Any]]]) -> lis
         if scope == "overall":
             # Scores are not just pass/fail (partial credit): the bootstrap shows how far the mean score moved.
             mean, low, high = paired_bootstrap(
-                [float(ra.get("score") or 0.0) for ra, _ in pairs],
-                [float(rb.get("score") or 0.0) for _, rb in pairs],
+                [float(ra.score or 0.0) for ra, _ in pairs],
+                [float(rb.score or 0.0) for _, rb in pairs],
                 resamples=1000,
             )
             delta.score_delta, delta.score_low, delta.score_high = mean, low, high
@@ -214,7 +214,7 @@ def like_for_like(a: Scores, b: Scores) -> list[str]:
     if ra.budgets != rb.budgets:
         out.append(f"scoring budgets differ (A {ra.budgets}, B {rb.budgets})")
     for side, info in (("A", ra), ("B", rb)):
-        cut = [str(c["path"]) for c in info.cassettes if c["truncated"] or c["interrupted"]]
+        cut = [c.path for c in info.cassettes if c.truncated]
         if cut:
             out.append(f"{side} is an interrupted run (cut short: {', '.join(cut)}): missing tests are not regressions")
     out.extend(model_warnings(a, b))
@@ -223,12 +223,12 @@ def like_for_like(a: Scores, b: Scores) -> list[str]:
 
 def model_warnings(a: Scores, b: Scores) -> list[str]:
     out: list[str] = []
-    by_a: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    by_b: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_a: dict[str, list[Result]] = defaultdict(list)
+    by_b: dict[str, list[Result]] = defaultdict(list)
     for result in a.results:
-        by_a[str(result.get("model"))].append(result)
+        by_a[str(result.model)].append(result)
     for result in b.results:
-        by_b[str(result.get("model"))].append(result)
+        by_b[str(result.model)].append(result)
     for model in sorted(set(by_a) ^ set(by_b)):
         out.append(f"model {model} is only in {'A' if model in by_a else 'B'}")
     for model in sorted(set(by_a) & set(by_b)):

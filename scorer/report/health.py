@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 from scorer.report.load import Scores
+from scorer.results import Result
 
 # Pass rates of the best and worst model must differ by at least this much for a test to count as separating.
 SEPARATION = 0.5
@@ -68,12 +68,12 @@ def verdict(scored: int, passed: int, rates: dict[str, float]) -> tuple[str, flo
 
 
 def health(runs: list[Scores]) -> Health:
-    per_test: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    per_test: dict[str, list[tuple[int, Result]]] = defaultdict(list)
     models: set[str] = set()
     for i, scores in enumerate(runs):
         for result in scores.results:
-            per_test[str(result.get("test"))].append((i, result))
-            models.add(str(result.get("model")))
+            per_test[str(result.test)].append((i, result))
+            models.add(str(result.model))
     tests = [test_health(test, items) for test, items in sorted(per_test.items())]
     counts: dict[str, int] = defaultdict(int)
     for t in tests:
@@ -81,15 +81,15 @@ def health(runs: list[Scores]) -> Health:
     return Health([s.source for s in runs], sorted(models), SEPARATION, tests, dict(sorted(counts.items())))
 
 
-def test_health(test: str, items: list[tuple[int, dict[str, Any]]]) -> TestHealth:
+def test_health(test: str, items: list[tuple[int, Result]]) -> TestHealth:
     model_tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     run_tally: dict[tuple[int, str | None], list[int]] = defaultdict(lambda: [0, 0])
     epoch_tally: dict[tuple[int, str | None, str], list[int]] = defaultdict(lambda: [0, 0])
     for i, result in items:
-        if result.get("status") != "scored":
+        if result.status != "scored":
             continue
-        ok = int(bool(result.get("passed")))
-        model, run = str(result.get("model")), result.get("run")
+        ok = int(bool(result.passed))
+        model, run = str(result.model), result.run
         for tally in (model_tally[model], run_tally[(i, run)], epoch_tally[(i, run, model)]):
             tally[0] += 1
             tally[1] += ok
@@ -101,8 +101,8 @@ def test_health(test: str, items: list[tuple[int, dict[str, Any]]]) -> TestHealt
     first = items[0][1]
     return TestHealth(
         test=test,
-        suite=str(first.get("suite") or "?"),
-        category=str(first.get("category") or "?"),
+        suite=str(first.suite or "?"),
+        category=str(first.category or "?"),
         scored=scored,
         pass_rate=passed / scored if scored else None,
         model_rates=rates,

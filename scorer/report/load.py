@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from scorer.results import Meta, Result
 
 SCORES_NAME = "scores.jsonl"
 
@@ -21,8 +22,8 @@ class Scores:
 
     source: str
     base: Path
-    meta: dict[str, Any]
-    results: list[dict[str, Any]]
+    meta: Meta
+    results: list[Result]
     traffic: list[dict[str, Any]] = field(default_factory=list)  # one line per exchange (scorer.traffic)
 
 
@@ -49,9 +50,7 @@ def load(path: Path, *, jobs: int = 1) -> Scores:
     return _from_file(path)
 
 
-def _rescore(
-    paths: list[Path], jobs: int, traffic: list[dict[str, Any]]
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _rescore(paths: list[Path], jobs: int, traffic: list[dict[str, Any]]) -> tuple[Meta, list[Result]]:
     # Imported lazily: rescoring pulls in the catalog and every evaluator, which a report on a scores file never needs.
     try:
         pipeline = importlib.import_module("scorer.pipeline")

@@ -40,9 +40,7 @@ def triple(dist: Dist) -> str:
 
 def summary(report: Report) -> Section:
     run = report.run
-    cassettes = ", ".join(
-        f"{c['path']}{' (cut short)' if c['truncated'] or c['interrupted'] else ''}" for c in run.cassettes
-    )
+    cassettes = ", ".join(f"{c.path}{' (cut short)' if c.truncated else ''}" for c in run.cassettes)
     rows = [
         ["source", report.source],
         ["bench version", str(run.bench_version)],

@@ -9,9 +9,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
+
+from scorer.results import ExchangeScore, Result
 
 # Headline percentiles (vLLM prints p50/p90/p99), then the points the HTML charts draw: a box (p5..p95) and a CDF.
 HEADLINE = (50.0, 90.0, 99.0)
@@ -76,8 +77,13 @@ def distribution(values_us: Iterable[float] | np.ndarray) -> Dist:
     )
 
 
-def timing(results: Iterable[dict[str, Any]]) -> Timing:
+def timing(results: Iterable[Result]) -> Timing:
     """Pool the timing of every exchange of these results (all attempts: a retry's latency is latency too)."""
+    return exchange_timing(ex for result in results for ex in result.exchanges)
+
+
+def exchange_timing(exchanges: Iterable[ExchangeScore]) -> Timing:
+    """Pool the timing of these exchanges."""
     ttft: list[float] = []
     tpot: list[float] = []
     e2el: list[float] = []
@@ -86,41 +92,40 @@ def timing(results: Iterable[dict[str, Any]]) -> Timing:
     tokens: list[float] = []
     tokens_e2el: list[float] = []
     lags: list[float] = []
-    exchanges = streamed = counted = total_tokens = 0
-    for result in results:
-        for ex in result.get("exchanges") or ():
-            exchanges += 1
-            lag = ex.get("loop_lag_us")
-            if lag is not None:
-                lags.append(lag)
-            first = ex.get("ttft_us")
-            if first is not None:
-                streamed += 1
-                ttft.append(first)
-            per_token = ex.get("tpot_us")
-            if per_token is not None:
-                tpot.append(per_token)
-            gaps = ex.get("itl_us")
-            if gaps:
-                itl_lists.append(gaps)
-                n_gaps += len(gaps)
-            end = ex.get("e2el_us")
-            if end is not None:
-                e2el.append(end)
-            out = ex.get("output_tokens")
-            if out is not None:
-                total_tokens += out
-                if ex.get("tokens_source") == "counted":
-                    counted += 1
-                if end:
-                    tokens.append(out)
-                    tokens_e2el.append(end)
+    n = streamed = counted = total_tokens = 0
+    for ex in exchanges:
+        n += 1
+        lag = ex.loop_lag_us
+        if lag is not None:
+            lags.append(lag)
+        first = ex.ttft_us
+        if first is not None:
+            streamed += 1
+            ttft.append(first)
+        per_token = ex.tpot_us
+        if per_token is not None:
+            tpot.append(per_token)
+        gaps = ex.itl_us
+        if gaps:
+            itl_lists.append(gaps)
+            n_gaps += len(gaps)
+        end = ex.e2el_us
+        if end is not None:
+            e2el.append(end)
+        out = ex.output_tokens
+        if out is not None:
+            total_tokens += out
+            if ex.tokens_source == "counted":
+                counted += 1
+            if end:
+                tokens.append(out)
+                tokens_e2el.append(end)
     # One pass over all gaps into a preallocated array: half the cost of an array per exchange.
     itl = np.fromiter(itertools.chain.from_iterable(itl_lists), dtype=float, count=n_gaps)
     tok = np.asarray(tokens, dtype=float)
     tok_s = np.asarray(tokens_e2el, dtype=float) / 1e6
     return Timing(
-        exchanges=exchanges,
+        exchanges=n,
         streamed=streamed,
         ttft_ms=distribution(np.asarray(ttft, dtype=float)),
         tpot_ms=distribution(np.asarray(tpot, dtype=float)),

@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
 
-from scorer.report.timing import Timing, timing
+from scorer.report.timing import Timing, exchange_timing
+from scorer.results import ExchangeScore
 
 NO_VALUE = "–"
 
@@ -102,7 +103,17 @@ def _row(key: tuple[str, str, str, str], entries: list[Mapping[str, Any]]) -> Tr
         cached_input_tokens=sum(cached),
         output_tokens=sum(outputs),
         output_counted=sum(1 for e in entries if e.get("tokens_source") == "counted"),
-        timing=timing([{"exchanges": entries}]),
+        timing=exchange_timing(
+            ExchangeScore(
+                ttft_us=e.get("ttft_us"),
+                e2el_us=e.get("e2el_us"),
+                tpot_us=e.get("tpot_us"),
+                itl_us=e.get("itl_us"),
+                output_tokens=e.get("output_tokens"),
+                tokens_source=e.get("tokens_source"),
+            )
+            for e in entries
+        ),
         fingerprints=fingerprints,
         unknown_events=dict(sorted(unknown.items())),
     )

@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from bench.cli import main
 from catalog.demo_command import DEMO_MODELS, run
+
+if TYPE_CHECKING:
+    from scorer.results import Result
 
 HAVE_SCORER = importlib.util.find_spec("scorer.pipeline") is not None
 
@@ -32,13 +36,13 @@ def test_demo_records_scores_and_says_what_next(
     from scorer.scores_io import read_scores
 
     _meta, results = read_scores(cassette.with_suffix(".scores.jsonl"))
-    by_model: dict[str, list[dict[str, object]]] = {m: [] for m in DEMO_MODELS}
+    by_model: dict[str, list[Result]] = {m: [] for m in DEMO_MODELS}
     for r in results:
-        by_model[str(r["model"])].append(r)
+        by_model[str(r.model)].append(r)
     oracle = by_model["oracle"]
-    assert oracle and all(r["passed"] for r in oracle), [r["test"] for r in oracle if not r["passed"]]
-    assert {r["failure_type"] for r in by_model["flawed-no-call"] if not r["passed"]} >= {"no_call"}
-    assert {r["failure_type"] for r in by_model["flawed-invalid-json"] if not r["passed"]} >= {"invalid_json"}
+    assert oracle and all(r.passed for r in oracle), [r.test for r in oracle if not r.passed]
+    assert {r.failure_type for r in by_model["flawed-no-call"] if not r.passed} >= {"no_call"}
+    assert {r.failure_type for r in by_model["flawed-invalid-json"] if not r.passed} >= {"invalid_json"}
 
 
 def test_demo_refuses_zero_epochs(tmp_path: Path) -> None:

@@ -46,10 +46,10 @@ def test_every_shipped_cassette_reads_whole_and_parses() -> None:
 @pytest.mark.skipif(not shipped(), reason="no cassette shipped yet")
 def test_shipped_recording_rescores_offline_against_the_current_catalog() -> None:
     meta, results = rescore(shipped(), jobs=1)
-    assert results and meta["catalog_hash"]
-    statuses = {r["status"] for r in results}
+    assert results and meta.catalog_hash
+    statuses = {r.status for r in results}
     assert statuses <= {"scored", "errored", "skipped", "stale", "unknown"}
-    scored = [r for r in results if r["status"] == "scored"]
+    scored = [r for r in results if r.status == "scored"]
     assert len(scored) >= 100, "the shipped run still matches the catalog (not stale)"
-    assert {r["epoch"] for r in scored} == {0, 1}
-    assert all(r["failure_type"] for r in scored if not r["passed"]), "every real failure gets a type"
+    assert {r.epoch for r in scored} == {0, 1}
+    assert all(r.failure_type for r in scored if not r.passed), "every real failure gets a type"

@@ -45,9 +45,9 @@ def test_record_and_rescore_against_smollm2(smollm2: str, tmp_path: Path) -> Non
     res = bench("rescore", str(tmp_path / "cas"), "--out", str(scores), "--jobs", "1", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     meta, results = read_scores(scores)
-    assert meta["catalog_hash"] == catalog.hash
-    assert {r["test"] for r in results} == set(TESTS)
-    assert all(r["status"] in ("scored", "errored") for r in results)
-    assert all(r["exchanges"][-1]["ttft_us"] is not None for r in results if r["status"] == "scored")
-    failed = [r for r in results if r["status"] == "scored" and not r["passed"]]
-    assert all(r["failure_type"] for r in failed), "every failure of the real model gets a type"
+    assert meta.catalog_hash == catalog.hash
+    assert {r.test for r in results} == set(TESTS)
+    assert all(r.status in ("scored", "errored") for r in results)
+    assert all(r.exchanges[-1].ttft_us is not None for r in results if r.status == "scored")
+    failed = [r for r in results if r.status == "scored" and not r.passed]
+    assert all(r.failure_type for r in failed), "every failure of the real model gets a type"

@@ -166,7 +166,7 @@ def test_a_catalog_recorded_through_a_compressing_gateway_scores_as_the_plain_ru
         out = tmp_path / f"{coding or 'plain'}-{stream}"
         asyncio.run(go(coding, out, stream))
         _, results = rescore([out], catalog=catalog, jobs=1)
-        return {(r["model"], r["test"]): (r["status"], r["passed"], r["score"], r["failure_type"]) for r in results}
+        return {(r.model, r.test): (r.status, r.passed, r.score, r.failure_type) for r in results}
 
     for stream in (True, False):
         plain = scores(None, stream)

@@ -5,7 +5,6 @@ Completions and on the Responses API alike."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 import pytest
 
@@ -15,6 +14,7 @@ from catalog.driver.recorder import record
 from catalog.sim import start_sim
 from catalog.sim.behaviours import BEHAVIOURS
 from scorer.pipeline import rescore
+from scorer.results import Result
 
 # Profile → the failure type it is built to produce ("bad edit": the edit applies but breaks the code).
 EXPECTED = {
@@ -31,7 +31,7 @@ AGENT_SAMPLE = ("agent.fix_mean", "agent.fix_leap_year", "agent.find_version")
 
 
 @pytest.fixture(scope="module", params=["chat", "responses"])
-def scored(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> list[dict[str, Any]]:
+def scored(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> list[Result]:
     import asyncio
 
     api = request.param
@@ -50,7 +50,7 @@ def scored(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
 
     asyncio.run(go())
     _, results = rescore([out], catalog=catalog, jobs=2)
-    endpoints = {r["endpoint"] for r in results}
+    endpoints = {r.endpoint for r in results}
     assert endpoints == {"chat.completions" if api == "chat" else "responses"}
     return results
 
@@ -59,22 +59,22 @@ def test_every_profile_is_covered() -> None:
     assert set(EXPECTED) == set(BEHAVIOURS) - {"oracle"}
 
 
-def test_oracle_scores_full_marks(scored: list[dict[str, Any]]) -> None:
-    oracle = [r for r in scored if r["model"] == "oracle"]
+def test_oracle_scores_full_marks(scored: list[Result]) -> None:
+    oracle = [r for r in scored if r.model == "oracle"]
     assert len(oracle) == len(load_catalog(None).tests)
-    bad = [(r["test"], r["status"], r["score"], r["checks"]) for r in oracle if not r["passed"]]
+    bad = [(r.test, r.status, r.score, r.checks) for r in oracle if not r.passed]
     assert not bad
 
 
-def test_each_flawed_profile_yields_exactly_its_failure_type(scored: list[dict[str, Any]]) -> None:
+def test_each_flawed_profile_yields_exactly_its_failure_type(scored: list[Result]) -> None:
     types: dict[str, set[str]] = defaultdict(set)
     failed: dict[str, int] = defaultdict(int)
     for r in scored:
-        if r["model"] in EXPECTED:
-            assert r["status"] == "scored", (r["model"], r["test"], r["status"])
-            if not r["passed"]:
-                types[r["model"]].add(r["failure_type"])
-                failed[r["model"]] += 1
+        if r.model in EXPECTED:
+            assert r.status == "scored", (r.model, r.test, r.status)
+            if not r.passed:
+                types[r.model].add(r.failure_type)
+                failed[r.model] += 1
     wrong = {m: sorted(t) for m, t in types.items() if t != {EXPECTED[m]}}
     assert not wrong
     assert set(failed) == set(EXPECTED), "every profile fails at least one test"

@@ -59,8 +59,8 @@ CASES: list[tuple[str, list[Check], list[tuple[str, list[tuple[str, Any]]]], dic
 def test_model_failure_types(expected: str, checks: list[Check], turns: Any, extra: dict[str, Any]) -> None:
     test = spec(checks, tools=TOOLS, **extra)
     result = score_conversation(test, conv(*turns))
-    assert result["status"] == "scored" and result["passed"] is False
-    assert result["failure_type"] == expected
+    assert result.status == "scored" and result.passed is False
+    assert result.failure_type == expected
 
 
 def test_every_type_is_covered_here_or_in_replay() -> None:
@@ -71,7 +71,7 @@ def test_every_type_is_covered_here_or_in_replay() -> None:
 
 def test_passing_result_has_no_failure_type() -> None:
     result = score_conversation(spec([CALLED_WEATHER], tools=TOOLS), conv(("", [WEATHER])))
-    assert result["passed"] is True and result["failure_type"] is None
+    assert result.passed is True and result.failure_type is None
 
 
 @pytest.mark.parametrize(
@@ -88,11 +88,11 @@ def test_passing_result_has_no_failure_type() -> None:
 def test_transport_failures_are_errored(outcome: str, status: int | None, expected: str) -> None:
     record = exchange_record(sse_chunks("Paris"), tags={"turn": "0"}, outcome=outcome, status=status)
     result = score_conversation(spec([Check("equals", {"value": "Paris"})]), [slim(parse_exchange(record))])
-    assert result["status"] == "errored" and result["failure_type"] == expected
-    assert result["score"] is None and result["passed"] is None
+    assert result.status == "errored" and result.failure_type == expected
+    assert result.score is None and result.passed is None
 
 
 def test_cut_stream_without_done_is_truncated() -> None:
     record = exchange_record(sse_chunks("Paris")[:3], tags={"turn": "0"})
     result = score_conversation(spec([Check("equals", {"value": "Paris"})]), [slim(parse_exchange(record))])
-    assert result["failure_type"] == "truncated_stream"
+    assert result.failure_type == "truncated_stream"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import msgspec
 import pytest
 import zstandard
 
@@ -14,6 +15,7 @@ from bench.cassette import CassetteWriter
 from bench.testspec import Catalog, Check
 from scorer.flips import find_flips
 from scorer.pipeline import rescore
+from scorer.results import Result
 from scorer.scores_io import read_scores, write_scores
 from tests.scorer.helpers import WEATHER_TOOL, record, spec, write_cassette
 
@@ -59,23 +61,23 @@ def cassettes(tmp_path: Path) -> Path:
     return folder
 
 
-def by_key(results: list[dict[str, Any]]) -> dict[tuple[str, str, int], dict[str, Any]]:
-    return {(r["model"], r["test"], r["epoch"]): r for r in results}
+def by_key(results: list[Result]) -> dict[tuple[str, str, int], Result]:
+    return {(r.model, r.test, r.epoch): r for r in results}
 
 
 def test_scores_every_result(cassettes: Path) -> None:
     meta, results = rescore([cassettes], catalog=CATALOG)
-    assert len(results) == 12 and {r["status"] for r in results} == {"scored"}
+    assert len(results) == 12 and {r.status for r in results} == {"scored"}
     res = by_key(results)
-    assert res[("m1", "t.capital", 2)]["passed"] is True
-    assert res[("m2", "t.capital", 1)]["failure_type"] == "outcome_mismatch"
-    assert res[("m2", "t.weather", 2)]["failure_type"] == "wrong_args"
-    assert [(r["model"], r["test"], r["epoch"]) for r in results] == sorted(res)
-    assert meta["catalog_hash"] == "cat" and len(meta["cassettes"]) == 2 and meta["warnings"] == []
+    assert res[("m1", "t.capital", 2)].passed is True
+    assert res[("m2", "t.capital", 1)].failure_type == "outcome_mismatch"
+    assert res[("m2", "t.weather", 2)].failure_type == "wrong_args"
+    assert [(r.model, r.test, r.epoch) for r in results] == sorted(res)
+    assert meta.catalog_hash == "cat" and len(meta.cassettes) == 2 and meta.warnings == []
     first = results[0]
-    assert first["cassette"] == "a.cassette" and first["run"] == "r1"
-    assert first["exchanges"][0]["final"] is True and first["exchanges"][0]["ttft_us"] is not None
-    assert first["settings"]["stream"] is True
+    assert first.cassette == "a.cassette" and first.run == "r1"
+    assert first.exchanges[0].final is True and first.exchanges[0].ttft_us is not None
+    assert first.settings["stream"] is True
 
 
 def test_retries_use_the_final_attempt(tmp_path: Path) -> None:
@@ -85,13 +87,13 @@ def test_retries_use_the_final_attempt(tmp_path: Path) -> None:
     ]
     write_cassette(tmp_path / "r.cassette", recs, tests=HASHES)
     _, [result] = rescore([tmp_path], catalog=CATALOG)
-    assert result["passed"] is True and result["attempts"] == 2 and result["retries"] == 1
-    assert [(e["attempt"], e["final"]) for e in result["exchanges"]] == [(1, False), (2, True)]
+    assert result.passed is True and result.attempts == 2 and result.retries == 1
+    assert [(e.attempt, e.final) for e in result.exchanges] == [(1, False), (2, True)]
 
 
 def test_filters(cassettes: Path) -> None:
     _, results = rescore([cassettes], catalog=CATALOG, models=["m2"], suites=["t"])
-    assert {r["model"] for r in results} == {"m2"} and len(results) == 6
+    assert {r.model for r in results} == {"m2"} and len(results) == 6
     _, results = rescore([cassettes], catalog=CATALOG, suites=["other"])
     assert results == []
 
@@ -100,20 +102,20 @@ def test_stale_and_unknown_tests(tmp_path: Path) -> None:
     recs = [record("t.capital", "Paris"), record("t.weather", "x"), record("t.gone", "x")]
     write_cassette(tmp_path / "s.cassette", recs, tests={"t.capital": "OLD", "t.weather": "hw"})
     meta, results = rescore([tmp_path], catalog=CATALOG)
-    res = {r["test"]: r for r in results}
-    assert res["t.capital"]["status"] == "stale" and res["t.capital"]["score"] is None
-    assert res["t.capital"]["test_hash"] == "OLD" and res["t.capital"]["catalog_test_hash"] == "hc"
-    assert res["t.weather"]["status"] == "scored"
-    assert res["t.gone"]["status"] == "unknown"
-    assert any("'t.capital' changed since it was recorded" in w for w in meta["warnings"])
-    assert any("unknown test id 't.gone'" in w for w in meta["warnings"])
+    res = {r.test: r for r in results}
+    assert res["t.capital"].status == "stale" and res["t.capital"].score is None
+    assert res["t.capital"].test_hash == "OLD" and res["t.capital"].catalog_test_hash == "hc"
+    assert res["t.weather"].status == "scored"
+    assert res["t.gone"].status == "unknown"
+    assert any("'t.capital' changed since it was recorded" in w for w in meta.warnings)
+    assert any("unknown test id 't.gone'" in w for w in meta.warnings)
 
 
 def test_no_recorded_hashes_says_so(tmp_path: Path) -> None:
     write_cassette(tmp_path / "n.cassette", [record("t.capital", "Paris")], tests=None)
     meta, [result] = rescore([tmp_path], catalog=CATALOG)
-    assert result["status"] == "scored"
-    assert any("staleness not checked" in w for w in meta["warnings"])
+    assert result.status == "scored"
+    assert any("staleness not checked" in w for w in meta.warnings)
 
 
 def test_damaged_cassettes_do_not_stop_the_rest(tmp_path: Path) -> None:
@@ -127,12 +129,12 @@ def test_damaged_cassettes_do_not_stop_the_rest(tmp_path: Path) -> None:
     header = {"kind": "header", "format": "bench-cassette", "version": 99}
     (tmp_path / "future.cassette").write_bytes(zstandard.ZstdCompressor().compress(msgpack.packb(header)))
     meta, results = rescore([tmp_path], catalog=CATALOG)
-    assert {r["test"] for r in results} == {"t.capital", "t.weather"}
-    text = "\n".join(meta["warnings"])
+    assert {r.test for r in results} == {"t.capital", "t.weather"}
+    text = "\n".join(meta.warnings)
     assert "future.cassette: format version 99 is newer" in text and "upgrade bench" in text
     assert "foreign.cassette: not a bench cassette" in text
     assert "corrupt.cassette" in text and "cut.cassette: read 1 exchange(s); no end record" in text
-    assert all("\n" not in w for w in meta["warnings"])
+    assert all("\n" not in w for w in meta.warnings)
 
 
 def test_deterministic_across_runs_and_jobs(cassettes: Path, tmp_path: Path) -> None:
@@ -144,7 +146,7 @@ def test_deterministic_across_runs_and_jobs(cassettes: Path, tmp_path: Path) -> 
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] == outs[2]
     meta, results = read_scores(tmp_path / "scores0.jsonl")
-    assert len(results) == 12 and meta["format"] == "bench-scores"
+    assert len(results) == 12 and meta.format == "bench-scores"
 
 
 def test_sharded_large_cassette_matches_unsharded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,11 +176,11 @@ def test_changing_one_argument_flips_exactly_the_affected_results(cassettes: Pat
 
 def test_flip_cause_names_versions(cassettes: Path) -> None:
     meta, results = rescore([cassettes], catalog=CATALOG)
-    old_results = [dict(r) for r in results]
-    target = next(r for r in old_results if r["model"] == "m1" and r["test"] == "t.capital")
-    target["passed"], target["score"] = False, 0.0
-    target["checks"] = [dict(target["checks"][0], version=0)]
-    old_meta = dict(meta, parser_version=meta["parser_version"] - 1)
+    old_results = [msgspec.structs.replace(r) for r in results]
+    target = next(r for r in old_results if r.model == "m1" and r.test == "t.capital")
+    target.passed, target.score = False, 0.0
+    target.checks = [msgspec.structs.replace(target.checks[0], version=0)]
+    old_meta = msgspec.structs.replace(meta, parser_version=meta.parser_version - 1)
     [flip] = find_flips(old_meta, old_results, meta, results)
     assert "evaluator exact_token v0→v1" in flip.cause and "parser v" in flip.cause
 
@@ -189,10 +191,10 @@ def test_budgets_cut_streams(tmp_path: Path) -> None:
     catalog = make_catalog(check)
     _, [full] = rescore([tmp_path], catalog=catalog)
     meta, [cut] = rescore([tmp_path], catalog=catalog, max_tokens=2)
-    assert full["passed"] is True and cut["passed"] is False
-    assert "budget_max_tokens" in cut["findings"] and meta["budgets"]["max_tokens"] == 2
+    assert full.passed is True and cut.passed is False
+    assert "budget_max_tokens" in cut.findings and meta.budgets.max_tokens == 2
     _, [late] = rescore([tmp_path], catalog=catalog, deadline_s=0.0025)
-    assert late["status"] == "errored" and late["failure_type"] == "timeout"
+    assert late.status == "errored" and late.failure_type == "timeout"
 
 
 def test_a_job_recorded_again_by_a_resumed_run_is_scored_once_from_the_latest_cassette(tmp_path: Path) -> None:
@@ -201,11 +203,11 @@ def test_a_job_recorded_again_by_a_resumed_run_is_scored_once_from_the_latest_ca
     resumed = [record("t.weather", calls=[("get_weather", {"city": "Paris"})])]
     write_cassette(tmp_path / "b.cassette", resumed, tests=HASHES)
     meta, results = rescore([tmp_path], catalog=CATALOG)
-    assert [(r["test"], r["cassette"], r["passed"]) for r in results] == [
+    assert [(r.test, r.cassette, r.passed) for r in results] == [
         ("t.capital", "a.cassette", True),
         ("t.weather", "b.cassette", True),
     ]
-    assert meta["warnings"] == [
+    assert meta.warnings == [
         "run 'r1': 1 job(s) recorded in more than one cassette (a resumed run records a job cut off mid-way again, "
         "whole); scored each one's latest recording only"
     ]
@@ -225,5 +227,5 @@ def test_itls_reach_the_scores_file_exactly_even_past_int32(tmp_path: Path) -> N
     meta, [result] = rescore([tmp_path], catalog=CATALOG)
     write_scores(tmp_path / "scores.jsonl", meta, [result])
     _, [back] = read_scores(tmp_path / "scores.jsonl")
-    itl = back["exchanges"][0]["itl_us"]
-    assert 3_000_000_000 in itl and itl == list(result["exchanges"][0]["itl_us"])
+    itl = back.exchanges[0].itl_us
+    assert 3_000_000_000 in itl and itl == list(result.exchanges[0].itl_us)

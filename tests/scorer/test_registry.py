@@ -8,6 +8,7 @@ import pytest
 from bench.errors import BenchError
 from bench.testspec import Check
 from scorer.registry import EVALUATORS, EvalContext, Score, evaluator, evaluator_versions, run_check
+from scorer.results import CheckScore
 from scorer.scoring import score_conversation
 from tests.scorer.helpers import ctx, spec, turn
 
@@ -37,29 +38,29 @@ def test_one_of_arguments() -> None:
 def test_weighted_mean_and_threshold() -> None:
     checks = [Check("contains_all", {"values": ["a", "b"]}, 3.0), Check("equals", {"value": "zz"}, 1.0)]
     result = score_conversation(spec(checks, pass_threshold=0.7), [turn("a b")])
-    assert result["score"] == 0.75 and result["passed"] is True
+    assert result.score == 0.75 and result.passed is True
     result = score_conversation(spec(checks, pass_threshold=0.8), [turn("a")])
-    assert result["score"] == 0.375 and result["passed"] is False
-    assert [c["evaluator"] for c in result["checks"]] == ["contains_all", "equals"]
-    assert result["checks"][0] == {
-        "evaluator": "contains_all",
-        "version": 1,
-        "args": {"values": ["a", "b"]},
-        "weight": 3.0,
-        "status": "scored",
-        "score": 0.5,
-        "passed": False,
-        "detail": "missing 'b'",
-    }
+    assert result.score == 0.375 and result.passed is False
+    assert [c.evaluator for c in result.checks] == ["contains_all", "equals"]
+    assert result.checks[0] == CheckScore(
+        evaluator="contains_all",
+        version=1,
+        args={"values": ["a", "b"]},
+        weight=3.0,
+        status="scored",
+        score=0.5,
+        passed=False,
+        detail="missing 'b'",
+    )
 
 
 def test_skipped_checks_are_excluded() -> None:
     checks = [Check("ttft_under", {"ms": 1}), Check("equals", {"value": "a"})]
     result = score_conversation(spec(checks), [turn("a", timing={})])
-    assert result["status"] == "scored" and result["score"] == 1.0
-    assert result["checks"][0]["status"] == "skipped"
+    assert result.status == "scored" and result.score == 1.0
+    assert result.checks[0].status == "skipped"
     result = score_conversation(spec(checks[:1]), [turn("a", timing={})])
-    assert result["status"] == "skipped" and result["score"] is None
+    assert result.status == "skipped" and result.score is None
 
 
 def test_register_and_version() -> None:

@@ -38,7 +38,7 @@ def edit(old: str, new: str) -> dict[str, Any]:
 
 def test_reference_rebuilds_a_passing_state(fix_mean: testspec.TestSpec) -> None:
     result = score_conversation(fix_mean, reference_turns(fix_mean))
-    assert result["status"] == "scored" and result["passed"], result["checks"]
+    assert result.status == "scored" and result.passed, result.checks
 
 
 def test_edit_applied_in_order(fix_mean: testspec.TestSpec) -> None:
@@ -72,7 +72,7 @@ def test_workspace_checks_on_the_final_state(fix_mean: testspec.TestSpec) -> Non
 def test_failed_edit_is_patch_failed(fix_mean: testspec.TestSpec) -> None:
     turns = [turn("", [call("edit_file", edit("no such text", NEW))], n=0), run_tests(1), turn("done", n=2)]
     result = score_conversation(fix_mean, turns)
-    assert result["passed"] is False and result["failure_type"] == "patch_failed"
+    assert result.passed is False and result.failure_type == "patch_failed"
 
 
 def test_recovered_edit_is_not_patch_failed(fix_mean: testspec.TestSpec) -> None:
@@ -83,7 +83,7 @@ def test_recovered_edit_is_not_patch_failed(fix_mean: testspec.TestSpec) -> None
         turn("done", n=3),
     ]
     result = score_conversation(fix_mean, turns)
-    assert result["passed"] is False and result["failure_type"] == "outcome_mismatch"
+    assert result.passed is False and result.failure_type == "outcome_mismatch"
 
 
 def test_only_final_attempts_are_replayed(fix_mean: testspec.TestSpec) -> None:
@@ -94,4 +94,4 @@ def test_only_final_attempts_are_replayed(fix_mean: testspec.TestSpec) -> None:
         turn("fixed", n=2),
     ]
     result = score_conversation(fix_mean, turns)
-    assert result["passed"] is True, result["checks"]
+    assert result.passed is True, result.checks

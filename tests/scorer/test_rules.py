@@ -19,6 +19,7 @@ from scorer.pipeline import rescore
 from scorer.report import aggregate
 from scorer.report.compare import compare
 from scorer.report.load import load
+from scorer.results import Result
 from scorer.rules import load_rules
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rules.yaml"
@@ -73,30 +74,30 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_rules_score_untagged_traffic_like_catalog_results(runs: dict[str, Path]) -> None:
     rules = load_rules(EXAMPLE)
     _, results = rescore([runs["oracle"]], rules=rules, jobs=1)
-    by_test: dict[str, list[dict[str, Any]]] = {}
+    by_test: dict[str, list[Result]] = {}
     for r in results:
-        by_test.setdefault(r["test"], []).append(r)
+        by_test.setdefault(r.test, []).append(r)
     weather = by_test["weather.calls_get_weather"]
-    assert [(r["epoch"], r["status"], r["passed"], r["suite"]) for r in weather] == [
+    assert [(r.epoch, r.status, r.passed, r.suite) for r in weather] == [
         (0, "scored", True, "rules"),
         (1, "scored", True, "rules"),
         (2, "scored", True, "rules"),
         (3, "scored", True, "rules"),
     ]
-    assert {r["endpoint"] for r in weather} == {"chat.completions", "responses"}
-    assert len(by_test["any.answers_in_time"]) == 6 and all(r["passed"] for r in by_test["any.answers_in_time"])
+    assert {r.endpoint for r in weather} == {"chat.completions", "responses"}
+    assert len(by_test["any.answers_in_time"]) == 6 and all(r.passed for r in by_test["any.answers_in_time"])
     # Repeats of catalog requests, untagged, are their tests (and the oracle passes them), on either API.
     for test_id in ("tools.calculator_product", "json.event_record"):
         (r,) = by_test[test_id]
-        assert r["status"] == "scored" and r["passed"] is True, (test_id, r["checks"])
+        assert r.status == "scored" and r.passed is True, (test_id, r.checks)
 
 
 def test_rescore_cli_with_rules_then_report_and_compare(runs: dict[str, Path], tmp_path: Path) -> None:
     for folder in runs.values():
         assert main(["rescore", str(folder), "--rules", str(EXAMPLE), "--jobs", "2"]) == 0
     flawed = load(runs["flawed-no-call"] / "scores.jsonl")
-    (calc,) = [r for r in flawed.results if r["test"] == "tools.calculator_product"]
-    assert calc["passed"] is False and calc["failure_type"] == "no_call"
+    (calc,) = [r for r in flawed.results if r.test == "tools.calculator_product"]
+    assert calc.passed is False and calc.failure_type == "no_call"
     report = aggregate.build(flawed)
     rules_rate = [r for r in report.rates if r.scope == "suite" and r.group == "rules"]
     assert rules_rate and rules_rate[0].counts.scored == 10 and 0 <= rules_rate[0].low <= rules_rate[0].high <= 1

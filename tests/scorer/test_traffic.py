@@ -76,7 +76,7 @@ def test_rescore_writes_a_traffic_line_per_exchange(recorded: Path) -> None:
     assert streamed_responses["ttft_us"] is not None and streamed_responses["failed"] is False
     assert lines[7]["e2el_us"] is not None and lines[7]["ttft_us"] is None
     assert lines[8]["status"] == 429 and lines[8]["failed"] is True
-    assert any("reported as traffic" in w for w in meta["warnings"])
+    assert any("reported as traffic" in w for w in meta.warnings)
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "json", "html"])

@@ -30,7 +30,7 @@ async def test_runs_carry_pass_rates_with_wilson_intervals(client: TestClient, s
     (run,) = body["runs"]
     (model,) = run["models"]
     passed = sum(r.passed is True for r in smollm2_index.rows)
-    scored = sum(r.get("status") == "scored" for r in smollm2_index.results)
+    scored = sum(r.status == "scored" for r in smollm2_index.results)
     assert scored < len(smollm2_index.rows)  # the recording holds transport errors, left out of pass rates
     assert (model["model"], model["passed"], model["n"]) == ("smollm2", passed, scored)
     assert run["results"] == len(smollm2_index.rows)
@@ -76,19 +76,17 @@ async def test_one_result_has_conversation_checks_and_the_recorded_events(
     key = {"run": row.run, "model": row.model, "test": row.test, "epoch": row.epoch}
     body = await _get(client, "/api/result", **key)
     result = smollm2_index.results[row.n]
-    assert [c["evaluator"] for c in body["checks"]] == [c["evaluator"] for c in result["checks"]]
+    assert [c["evaluator"] for c in body["checks"]] == [c.evaluator for c in result.checks]
     assert all(c["reason"] for c in body["checks"] if c["passed"] is False)
-    assert [x["id"] for x in body["exchanges"]] == [e["id"] for e in result["exchanges"]]
-    for shown, scored in zip(body["exchanges"], result["exchanges"], strict=True):
-        assert shown["timeline"]["token_events"] == scored["n_events"]
-        assert shown["timeline"]["ttft_us"] == scored["ttft_us"]
+    assert [x["id"] for x in body["exchanges"]] == [e.id for e in result.exchanges]
+    for shown, scored in zip(body["exchanges"], result.exchanges, strict=True):
+        assert shown["timeline"]["token_events"] == scored.n_events
+        assert shown["timeline"]["ttft_us"] == scored.ttft_us
         times = [e["t_us"] for e in shown["timeline"]["events"]]
         assert times == sorted(times)
         roles = [t["role"] for t in shown["conversation"]]
         assert roles[0] == "system" and "user" in roles and roles[-1] == "assistant"
-    raw = await client.get(
-        "/api/raw", params={**{k: str(v) for k, v in key.items()}, "id": result["exchanges"][0]["id"]}
-    )
+    raw = await client.get("/api/raw", params={**{k: str(v) for k, v in key.items()}, "id": result.exchanges[0].id})
     assert raw.status == 200
     text = await raw.text()
     assert text.startswith("data: {") and text.rstrip().endswith("data: [DONE]")

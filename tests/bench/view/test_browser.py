@@ -68,14 +68,14 @@ def test_failures_one_result_and_a_deep_link(browser: Any, smollm2_index: Index,
         row = next(r for r in smollm2_index.rows if r.passed is False)
         result = smollm2_index.results[row.n]
         timelines = browser.find_elements("css selector", ".exchange .timeline")
-        assert len(timelines) == len(result["exchanges"])
-        for timeline, scored in zip(timelines, result["exchanges"], strict=True):
+        assert len(timelines) == len(result.exchanges)
+        for timeline, scored in zip(timelines, result.exchanges, strict=True):
             drawn = timeline.find_elements("css selector", "line.ev.token")
-            assert len(drawn) == scored["n_events"] > 0
+            assert len(drawn) == scored.n_events > 0
             assert timeline.find_elements("css selector", "line.ttft")
         turns = browser.find_elements("css selector", ".conversation .turn")
         assert [t.get_attribute("class").split()[-1] for t in turns[:2]] == ["system", "user"]
-        assert "Checks" in browser.page_source and result["checks"][0]["evaluator"] in browser.page_source
+        assert "Checks" in browser.page_source and result.checks[0].evaluator in browser.page_source
         _shot(browser, tmp_path, "result")
         deep = browser.current_url
         assert "#/result?" in deep and "test=" in deep

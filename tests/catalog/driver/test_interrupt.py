@@ -78,8 +78,8 @@ async def test_sigint_then_resume_completes_the_run(tmp_path: Path) -> None:
     assert b"sk-interrupt-test" not in first.read_bytes() + second.read_bytes()
     # The two cassettes score as one run: one result per job, whichever cassette holds it.
     meta, results = rescore([out], catalog=catalog)
-    assert sorted((r["test"], r["model"], str(r["epoch"])) for r in results) == sorted(every)
-    assert {r["run"] for r in results} == {run_id} and len(meta["cassettes"]) == 2
+    assert sorted((r.test, r.model, str(r.epoch)) for r in results) == sorted(every)
+    assert {r.run for r in results} == {run_id} and len(meta.cassettes) == 2
 
 
 async def test_second_sigint_exits_at_once_with_a_readable_cassette(tmp_path: Path) -> None:

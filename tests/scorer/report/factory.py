@@ -9,8 +9,11 @@ import random
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import orjson
+
+from scorer.results import Meta, Result
 
 CATALOG_HASH = "sha256:" + "c" * 64
 
@@ -149,6 +152,16 @@ def result(
         "retries": retries,
         "exchanges": exchanges if exchanges is not None else [exchange(f"x-{model}-{test}-{epoch}")],
     }
+
+
+def typed(line: dict[str, Any]) -> Result:
+    """A result line as the reports get it from the scores file's reader."""
+    return msgspec.convert(line, Result)
+
+
+def typed_meta(**kw: Any) -> Meta:
+    """A meta line as the scores file's reader gives it."""
+    return msgspec.convert(meta(**kw), Meta)
 
 
 def write_scores(path: Path, meta_line: dict[str, Any], results: list[dict[str, Any]]) -> Path:

@@ -10,7 +10,7 @@ from bench.cli import main
 from bench.errors import BenchError
 from scorer.report.cost import Price, Prices, cost, cost_delta, load_prices
 from scorer.scores_io import write_scores
-from tests.scorer.report.factory import meta
+from tests.scorer.report.factory import typed_meta
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "prices.yaml"
 
@@ -92,8 +92,8 @@ def test_the_shipped_example_loads_and_says_it_is_illustrative() -> None:
 
 def test_report_and_compare_with_prices(tmp_path: Path) -> None:
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    write_scores(a, meta(), [], [entry("oracle", 1000, 500, test="t.x")])
-    write_scores(b, meta(), [], [entry("oracle", 1000, 1500, test="t.x")])
+    write_scores(a, typed_meta(), [], [entry("oracle", 1000, 500, test="t.x")])
+    write_scores(b, typed_meta(), [], [entry("oracle", 1000, 1500, test="t.x")])
     out = tmp_path / "r.json"
     assert main(["report", str(a), "--prices", str(EXAMPLE), "--out", str(out)]) == 0
     body = json.loads(out.read_text())

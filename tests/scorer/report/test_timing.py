@@ -10,16 +10,17 @@ from scorer.report import aggregate
 from scorer.report.load import load
 from scorer.report.sections import timing_section
 from scorer.report.timing import timing
-from tests.scorer.report.factory import exchange, meta, result, write_scores
+from scorer.results import Result
+from tests.scorer.report.factory import exchange, meta, result, typed, write_scores
 
 
-def two_exchanges() -> list[dict[str, object]]:
+def two_exchanges() -> list[Result]:
     # A: TTFT 10 ms, gaps 1,1,1,5 ms -> E2EL 18 ms, 5 tokens from usage, TPOT 8/4 = 2 ms.
     # B: TTFT 30 ms, one gap of 10 ms -> E2EL 40 ms, 2 tokens counted from the stream, TPOT 10/1 = 10 ms.
     a = exchange("xa", ttft_us=10_000, itl_us=[1_000, 1_000, 1_000, 5_000], output_tokens=5)
     b = exchange("xb", ttft_us=30_000, itl_us=[10_000], output_tokens=2, tokens_source="counted")
     failed = exchange("xf", outcome="timeout", status=504, final=False)
-    return [result("t.a", "m", exchanges=[a]), result("t.b", "m", exchanges=[failed, b], retries=1)]
+    return [typed(result("t.a", "m", exchanges=[a])), typed(result("t.b", "m", exchanges=[failed, b], retries=1))]
 
 
 def test_itl_is_pooled_over_all_gaps_not_averaged_per_request() -> None:
@@ -48,7 +49,7 @@ def test_ttft_tpot_e2el_and_throughput() -> None:
 
 
 def test_no_streamed_exchange_gives_empty_distributions() -> None:
-    t = timing([result("t", "m", exchanges=[exchange("x", outcome="timeout", status=504)])])
+    t = timing([typed(result("t", "m", exchanges=[exchange("x", outcome="timeout", status=504)]))])
     assert t.ttft_ms.count == 0 and t.ttft_ms.p50 is None and t.itl_ms.box == []
     assert t.tokens_per_s_median is None
 
@@ -58,10 +59,10 @@ def lagged(lags_us: list[int | None]) -> list[dict[str, object]]:
 
 
 def test_loop_lag_is_one_value_per_exchange_that_carries_it() -> None:
-    t = timing(lagged([100, 300, None, 200]))
+    t = timing(map(typed, lagged([100, 300, None, 200])))
     assert t.loop_lag_ms.count == 3
     assert t.loop_lag_ms.p50 == pytest.approx(0.2)
-    assert timing(lagged([None])).loop_lag_ms.count == 0  # cassettes that predate the field
+    assert timing(map(typed, lagged([None]))).loop_lag_ms.count == 0  # cassettes that predate the field
 
 
 def test_the_timing_section_warns_when_the_proxy_stalled_long_enough_to_inflate_itls(tmp_path: Path) -> None:

@@ -1,0 +1,136 @@
+"""What `bench rescore` produces and the reports read: the scores file's lines as typed structs
+(docs/scores-format.md, whose field tables a test checks against these).
+
+The pipeline builds them, `scorer.scores_io` writes and reads them (JSON Lines, decoded straight into these
+structs), and the reports read their fields. Defaults are what a reader assumes for a field a line lacks.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from bench.cassette.records import RunMeta, Settings
+
+FORMAT_NAME = "bench-scores"
+FORMAT_VERSION = 1
+
+
+class ExchangeScore(msgspec.Struct, gc=False):
+    """One exchange of a result (every attempt of every turn), timed as vLLM's serving benchmark does."""
+
+    id: str = ""
+    turn: int = 0
+    attempt: int = 1
+    outcome: str = "complete"
+    status: int | None = None
+    final: bool = True
+    ttft_us: int | None = None
+    e2el_us: int | None = None
+    tpot_us: float | None = None
+    # Held in memory as an int32/int64 array (4 B a gap instead of 36): every result waits for the sorted write.
+    itl_us: Sequence[int] | None = None
+    output_tokens: int | None = None
+    tokens_source: str | None = None
+    n_events: int = 0
+    loop_lag_us: int | None = None  # the recording proxy's longest event-loop stall during the exchange
+
+
+class CheckScore(msgspec.Struct, gc=False):
+    """One check of the test applied to the result."""
+
+    evaluator: str = ""
+    version: int = 0
+    # The check's arguments as the catalog gives them: their shape is each evaluator's own.
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+    weight: float = 1.0
+    status: str = "skipped"
+    score: float | None = None
+    passed: bool | None = None
+    detail: str = ""
+
+
+class Result(msgspec.Struct, tag_field="kind", tag="result", gc=False):
+    """One (run, model, test, epoch)."""
+
+    run: str | None = None
+    cassette: str = ""
+    test: str = ""
+    suite: str | None = None
+    category: str | None = None
+    subcategory: str | None = None
+    model: str | None = None
+    endpoint: str | None = None
+    served_model: str | None = None
+    system_fingerprint: str | None = None
+    epoch: int = 0
+    status: str = "scored"
+    score: float | None = None
+    passed: bool | None = None
+    failure_type: str | None = None
+    checks: list[CheckScore] = msgspec.field(default_factory=list)
+    findings: list[str] = msgspec.field(default_factory=list)
+    test_hash: str | None = None
+    catalog_test_hash: str | None = None
+    # The sampling settings of the first request (temperature, seed, max_tokens, stream) as the client sent them.
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)
+    attempts: int = 0
+    retries: int = 0
+    exchanges: list[ExchangeScore] = msgspec.field(default_factory=list)
+
+
+class Verdict(msgspec.Struct, gc=False):
+    """What scoring a conversation decides (the rest of a result is its identity and its exchanges)."""
+
+    status: str
+    score: float | None = None
+    passed: bool | None = None
+    failure_type: str | None = None
+    checks: list[CheckScore] = msgspec.field(default_factory=list)
+
+
+class Budgets(msgspec.Struct, gc=False):
+    max_tokens: int | None = None
+    deadline_s: float | None = None
+
+
+class CassetteInfo(msgspec.Struct, gc=False):
+    """A cassette that was read: where, which run, and its header's settings and run metadata."""
+
+    path: str = ""
+    run: str | None = None
+    created: str | None = None
+    truncated: bool = False
+    settings: Settings = msgspec.field(default_factory=Settings)
+    run_meta: RunMeta = msgspec.field(default_factory=RunMeta)
+
+
+class Meta(msgspec.Struct, tag_field="kind", tag="meta", gc=False):
+    """Line 1 of a scores file."""
+
+    format: str = FORMAT_NAME
+    version: int = FORMAT_VERSION
+    bench_version: str | None = None
+    scorer_version: str | None = None
+    parser_version: int | None = None
+    scoring_version: int | None = None
+    catalog_hash: str | None = None
+    evaluators: dict[str, int] = msgspec.field(default_factory=dict)
+    budgets: Budgets = msgspec.field(default_factory=Budgets)
+    cassettes: list[CassetteInfo] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, array):
+        return value.tolist()
+    raise NotImplementedError(f"cannot write {type(value).__name__} to a scores file")
+
+
+# Sorted keys: the file is deterministic and diffs line up (docs/scores-format.md).
+ENCODER = msgspec.json.Encoder(enc_hook=_plain, order="sorted")
+META_DECODER = msgspec.json.Decoder(Meta)
+RESULT_DECODER = msgspec.json.Decoder(Result)
