@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from bench.cassette import CassetteReader, CassetteWriter  # noqa: E402
 from bench.cassette import compact as compact_module  # noqa: E402
 from bench.cassette import writer as writer_module  # noqa: E402
+from bench.cassette.records import RunMeta  # noqa: E402
 from bench.errors import CassetteError  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
@@ -59,7 +60,7 @@ def damage(data: bytes, rng: random.Random) -> tuple[bytes, str]:
 def written(path: Path, n: int, close: bool) -> None:
     rng = random.Random(n)
     words = b"the quick brown fox jumps over a lazy dog while seven wise owls count stars".split()
-    w = CassetteWriter(path, run={"id": "damage"})
+    w = CassetteWriter(path, run=RunMeta(id="damage"))
     for i in range(n):
         k = rng.randint(5, 60)
         chunks = [b'data: {"choices":[{"delta":{"content":" %s"}}]}\n\n' % rng.choice(words) for _ in range(k)]

@@ -30,11 +30,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import msgpack  # noqa: E402
+import msgspec  # noqa: E402
 import zstandard  # noqa: E402
 
 from bench.cassette import CassetteReader, CassetteWriter, Redactor  # noqa: E402
 from bench.cassette.command import traffic_bytes  # noqa: E402
 from bench.cassette.compact import compact, level_for  # noqa: E402
+from bench.cassette.records import Header  # noqa: E402
 from bench.cassette.writer import Packed  # noqa: E402
 
 Record = dict[str, Any]
@@ -47,12 +49,12 @@ SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
 class V1:
     """bench 0.1's writer path: msgpack in the caller, then compress + block flush + write in the writer thread."""
 
-    def __init__(self, path: Path, header: Record) -> None:
+    def __init__(self, path: Path, header: Header) -> None:
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.packer = msgpack.Packer(use_bin_type=True)
         self.redactor = Redactor()
         self.cobj = zstandard.ZstdCompressor(level=3).compressobj()
-        self.write(bytes(self.packer.pack({**header, "version": 1})))
+        self.write(bytes(self.packer.pack({**msgspec.to_builtins(header), "version": 1})))
 
     def pack(self, record: Record) -> bytes:
         record = dict(record)
@@ -72,8 +74,8 @@ class V1:
 class V2:
     """The real CassetteWriter's two halves, called in this thread so that each is timed alone."""
 
-    def __init__(self, path: Path, header: Record) -> None:
-        self.w = CassetteWriter(path, settings=header.get("settings"), run=header.get("run"), compact_on_close=False)
+    def __init__(self, path: Path, header: Header) -> None:
+        self.w = CassetteWriter(path, settings=header.settings, run=header.run, compact_on_close=False)
 
     def pack(self, record: Record) -> Packed:
         return self.w.pack_exchange(dict(record))
@@ -91,7 +93,7 @@ class V2:
 
 
 def write(
-    kind: type[V1] | type[V2], path: Path, header: Record, records: list[Record], end: Record
+    kind: type[V1] | type[V2], path: Path, header: Header, records: list[Record], end: Record
 ) -> tuple[float, float]:
     """Write a cassette; returns (pack CPU s, compress+write CPU s) per exchange."""
     writer = kind(path, header)
@@ -171,7 +173,7 @@ def median_ratio(pairs: list[tuple[float, float]]) -> float:
     return statistics.median(b for _, b in pairs) / statistics.median(a for a, _ in pairs)
 
 
-def measure(name: str, header: Record, records: list[Record], rounds: int, tmp: Path) -> None:
+def measure(name: str, header: Header, records: list[Record], rounds: int, tmp: Path) -> None:
     end = {"kind": "end", "closed": "x", "exchanges": len(records), "queue_full_waits": 0}
     raw = sum(traffic_bytes(r) for r in records)
     pack: list[tuple[float, float]] = []

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.cassette import CassetteReader, CassetteWriter  # noqa: E402
+from bench.cassette.records import RunMeta  # noqa: E402
 from bench.parse import parse_exchange  # noqa: E402
 from bench.testspec import Catalog, Check, TestSpec  # noqa: E402
 from scorer.pipeline import rescore  # noqa: E402
@@ -269,7 +270,7 @@ def bench_catalog() -> Catalog:
 def build(path: Path, n: int) -> tuple[float, int]:
     """Write n exchanges; returns the mean SSE chunk size and the raw response bytes."""
     sizes: list[int] = []
-    with CassetteWriter(path, run={"id": "bench", "tests": {"b.text": "ht", "b.tool": "hw"}}) as w:
+    with CassetteWriter(path, run=RunMeta(id="bench", tests={"b.text": "ht", "b.tool": "hw"})) as w:
         for i in range(n):
             is_tool = i % 2 == 1
             chunks = stream(i, is_tool)

@@ -75,7 +75,7 @@ def run_record(args: argparse.Namespace) -> int:
     if args.resume:
         out = Path(args.out or RecordConfig().out)
         meta, _files, _jobs = read_run(out, args.resume)
-        values.update({k: v for k, v in (meta.get("config") or {}).items() if k != "api_key_set"})
+        values.update({k: v for k, v in (meta.config or {}).items() if k != "api_key_set"})
     if args.config is not None:
         values.update(load_config_file(args.config))
     cfg = build_config(values, flags)

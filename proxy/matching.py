@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bench.cassette.records import MatchSettings
 from bench.errors import BenchError
 from bench.fingerprint import canonical_body, canonical_query
 
@@ -40,13 +41,10 @@ class MatchOptions:
     def strict(self) -> bool:
         return not (self.ignore or self.tool_call_ids or self.blank)
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "strict": self.strict,
-            "ignore": list(self.ignore),
-            "tool_call_ids": self.tool_call_ids,
-            "blank": list(self.blank),
-        }
+    def describe(self) -> MatchSettings:
+        return MatchSettings(
+            strict=self.strict, ignore=list(self.ignore), tool_call_ids=self.tool_call_ids, blank=list(self.blank)
+        )
 
     def key(self, method: str, path: str, query: str, body: bytes, fp: str) -> str:
         """The fingerprint when strict; otherwise a fingerprint of the request as these options normalise it."""

@@ -12,6 +12,7 @@ from aiohttp import web
 from yarl import URL
 
 from bench.cassette import CassetteWriter, Redactor, new_cassette_path
+from bench.cassette.records import RunMeta, Settings
 from bench.errors import BenchError
 from bench.serving import listen
 from proxy import lag as loop_lag
@@ -147,7 +148,7 @@ async def start_proxy(
     host: str = "127.0.0.1",
     port: int = 0,
     pace: str = "realtime",
-    run: dict[str, Any] | None = None,
+    run: RunMeta | None = None,
     upstream_key: str | None = None,
     client_token: str | None = None,
     request_timeout: float | None = None,
@@ -217,19 +218,19 @@ async def start_proxy(
     cassette_path: Path | None = None
     if mode != "passthrough" and (replay_log or mode != "replay"):
         cassette_path = cassette or new_cassette_path(cassettes, prefix="replay" if mode == "replay" else "rec")
-        settings = {
-            "upstream": label,
-            "mode": mode,
-            "pace": pace,
-            "listen": url,
-            "upstream_key": upstream_key is not None,
-            "client_token": client_token is not None,
-            "request_timeout": request_timeout,
-            "idle_timeout": idle_timeout,
-            "replay_sources": index.files if index is not None else 0,
+        settings = Settings(
+            upstream=label,
+            mode=mode,
+            pace=pace,
+            listen=url,
+            upstream_key=upstream_key is not None,
+            client_token=client_token is not None,
+            request_timeout=request_timeout,
+            idle_timeout=idle_timeout,
+            replay_sources=index.files if index is not None else 0,
             # How replayed requests were matched to recordings (strict unless match options were given).
-            "match": index.match.describe() if index is not None else None,
-        }
+            match=index.match.describe() if index is not None else None,
+        )
         try:
             state.use_writer(
                 CassetteWriter(

@@ -26,7 +26,8 @@ from typing import Any
 import orjson
 
 from bench import __version__, storage
-from bench.cassette import CassetteReader, records
+from bench.cassette import CassetteReader
+from bench.cassette.records import Header
 from bench.endpoints import endpoint_of
 from bench.errors import BenchError, CassetteError
 from bench.parse import PARSER_VERSION, ParsedExchange, parse_exchange
@@ -209,17 +210,12 @@ def _rel(path: storage.Location, base: Path) -> str:
     return str(path) if storage.is_url(path) else os.path.relpath(Path(path).resolve(), base)
 
 
-def _run_id(header: Mapping[str, Any]) -> str | None:
-    run = header.get("run") or {}
-    value = run.get("run") or run.get("id") or run.get("run_id")
-    return str(value) if value else None
+def _run_id(header: Header) -> str | None:
+    return header.run.id or None
 
 
-def _recorded_hashes(header: Mapping[str, Any]) -> dict[str, str] | None:
-    tests = (header.get("run") or {}).get("tests")
-    if isinstance(tests, Mapping):
-        return {str(k): str(v) for k, v in tests.items()}
-    return None
+def _recorded_hashes(header: Header) -> dict[str, str] | None:
+    return dict(header.run.tests) if header.run.tests is not None else None
 
 
 def _body(record: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -353,18 +349,13 @@ def score_unit(unit: tuple[storage.Location, int, int]) -> UnitOutput:
                 f"{path}: {untagged} exchange(s) without an X-Bench-Test tag: reported as traffic; "
                 f"{claimed} scored (recognised as catalog tests or selected by a rule), the others not scored"
             )
-        try:
-            settings, run_meta = records.header_settings(header), records.header_run(header)
-        except records.DamagedHeader as exc:
-            out.warnings.append(f"{path}: {exc}; its settings and run metadata are left out of the scores file")
-            settings, run_meta = records.Settings(), records.RunMeta()
         out.cassette = CassetteInfo(
             path=rel,
             run=header_run,
-            created=header.get("created"),
+            created=header.created or None,
             truncated=reader.truncated,
-            settings=settings,
-            run_meta=run_meta,
+            settings=header.settings,
+            run_meta=header.run,
         )
     while groups:
         # Popped as they are scored: a group's turns (answers, arguments) are freed as its result is made, so the

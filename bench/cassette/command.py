@@ -153,7 +153,7 @@ def _ls_line(path: Location) -> str:
     span = f"{_iso(first)} +{_duration((last or first) - first)}" if first is not None else "-"
     ratio = f"{raw / disk:.1f}x" if disk else "-"
     state = "" if not reader.truncated else f"  [{reader.error}]"
-    mode = (reader.header.get("settings") or {}).get("mode", "?")
+    mode = reader.header.settings.mode or "?"
     return (
         f"{path}  {n} exchange(s)  {mode}  models: {model_text}  {span}  {_size(disk)} on disk, "
         f"{_size(raw)} raw ({ratio}){state}"

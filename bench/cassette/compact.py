@@ -14,14 +14,13 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
-import msgpack
 import zstandard
 
 from bench.cassette import frames
 from bench.cassette.format import SEGMENT_BYTES
 from bench.cassette.framing import record_ends
+from bench.cassette.records import Header, encode
 
 # (raw bytes up to, zstd level), measured on a busy 2-core machine (benchmarks/cassette_size.py): level 19 takes
 # ~1.6 s of CPU for the 3.2 MB shipped recording (28.3x) where 15 gives 27.4x; 15 runs ~15 MB/s, 9 ~60 MB/s.
@@ -78,8 +77,8 @@ def _split(path: Path) -> tuple[bytes, bytearray]:
             buf.close()
 
 
-def header_frame(header: dict[str, Any], level: int) -> bytes:
-    packed = msgpack.packb(header, use_bin_type=True)
+def header_frame(header: Header, level: int) -> bytes:
+    packed = encode(header)
     return zstandard.ZstdCompressor(level=level, write_checksum=True).compress(packed)
 
 

@@ -22,6 +22,7 @@ from bench.cassette import columns, frames
 from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, SUFFIX, ZSTD_MAGIC
 from bench.cassette.framing import Unframer
 from bench.cassette.migrate import upgrade
+from bench.cassette.records import DamagedRecord, End, Header, from_map
 from bench.errors import CassetteError
 from bench.storage import is_url
 
@@ -37,7 +38,7 @@ class CassetteReader:
     def __init__(self, path: Path | str) -> None:
         # A URL (s3://, memory://, ...) is read through fsspec (bench.storage); anything else is a local path.
         self.path: Path | str = path if is_url(path) else Path(path)
-        self.end: Record | None = None
+        self.end: End | None = None
         self.truncated = False  # no end record, or damage: the file was not read whole
         self.error: str | None = None  # what was wrong, in words (`problem` is the same with the file's name)
         self.lost = 0  # records known to be lost to damage (v2: exact, from the sequence numbers)
@@ -67,7 +68,7 @@ class CassetteReader:
         if first is None:
             # The first frame is damaged. A v2 file keeps its records in later frames: read those.
             self.version = FORMAT_VERSION
-            self.header: Record = {"kind": HEADER, "format": FORMAT_NAME, "version": FORMAT_VERSION}
+            self.header = Header()
             return
         if not isinstance(first, dict) or first.get("kind") != HEADER or first.get("format") != FORMAT_NAME:
             raise CassetteError(f"{self.path}: not a bench cassette (no cassette header); pass a file bench wrote")
@@ -80,14 +81,19 @@ class CassetteReader:
                 "upgrade bench"
             )
         self.version = version
-        self.header = upgrade(first, version)
+        try:
+            self.header = from_map(Header, upgrade(first, version))
+        except DamagedRecord as exc:
+            # The exchanges do not depend on it: they are still read, and the damage is said.
+            self._damage.append(f"header malformed ({exc})")
+            self.header = Header(version=version)
         if version >= 2:
             # v2's header frame holds the header alone and ends with a checksum: check it before trusting the header.
             event = next(self._events, None)
             if isinstance(event, frames.Skipped):
                 self._skipped(event)
                 self._damage.insert(0, "header damaged")
-                self.header = {"kind": HEADER, "format": FORMAT_NAME, "version": version}
+                self.header = Header(version=version)
             elif event is not None:
                 self._pending.append(event)
 
@@ -209,7 +215,10 @@ class CassetteReader:
                 return None
             return upgrade(record, self.version)
         if kind == END:
-            self.end = obj
+            try:
+                self.end = from_map(End, obj)
+            except DamagedRecord:
+                self._bad_records += 1
         elif isinstance(kind, str):
             self._unknown[kind] += 1  # written by a newer bench: not damage, but said
         else:
@@ -258,7 +267,7 @@ def _well_formed(record: Record) -> Record | None:
     return record
 
 
-def read_cassette(path: Path | str) -> tuple[Record, list[Record]]:
+def read_cassette(path: Path | str) -> tuple[Header, list[Record]]:
     """Convenience: the header and all exchanges (small files, tests)."""
     reader = CassetteReader(path)
     return reader.header, list(reader)

@@ -1,8 +1,9 @@
-"""The cassette header's typed parts (docs/cassette-format.md): how the writing proxy was set up and the run it served.
+"""The cassette's header and end records as typed structs (docs/cassette-format.md, whose tables a test checks
+against them).
 
-The header is still written and read as a map (bench.cassette.writer/reader); these structs are what the scorer
-takes out of it (`header.settings`, `header.run`) into the scores file's meta line, so their fields are the format
-(a test checks them against the documented tables). A part whose values have other types is a damaged header.
+The writer encodes these structs and the reader decodes into them, so the field names and types below are the
+format. Defaults are what a reader assumes for a field an older or partial record lacks. Exchange records are still
+plain maps (bench.cassette.writer/reader).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import msgspec
+
+from bench.cassette.format import END, FORMAT_NAME, FORMAT_VERSION, HEADER
 
 _P = TypeVar("_P", bound=msgspec.Struct)
 
@@ -64,20 +67,48 @@ class RunMeta(msgspec.Struct, gc=False):
     first_recorded_us: int | msgspec.UnsetType = msgspec.UNSET  # a merged cassette: its oldest recording's time
 
 
-class DamagedHeader(ValueError):
-    """A header part that is not a map of the documented fields and types."""
+class Header(msgspec.Struct, tag_field="kind", tag=HEADER, gc=False):
+    """The first record: what wrote the cassette, when, how the proxy was set up and for which run."""
+
+    format: str = FORMAT_NAME
+    version: int = FORMAT_VERSION
+    bench_version: str = ""
+    fingerprint_version: int = 0
+    created: str = ""
+    created_us: int = 0
+    settings: Settings = msgspec.field(default_factory=Settings)
+    run: RunMeta = msgspec.field(default_factory=RunMeta)
 
 
-def header_settings(header: dict[str, Any]) -> Settings:
-    return _part(header, "settings", Settings)
+class End(msgspec.Struct, tag_field="kind", tag=END, gc=False):
+    """The last record, written when the cassette is closed cleanly. The fields after `queue_full_waits` are
+    `bench proxy`'s own counters, absent (UNSET) from cassettes closed by other writers."""
+
+    closed: str = ""
+    exchanges: int = 0
+    queue_full_waits: int = 0
+    interrupted: bool | msgspec.UnsetType = msgspec.UNSET
+    cut_by_shutdown: int | msgspec.UnsetType = msgspec.UNSET
+    errors: int | msgspec.UnsetType = msgspec.UNSET
+    replayed: int | msgspec.UnsetType = msgspec.UNSET
+    misses: int | msgspec.UnsetType = msgspec.UNSET
+    client_disconnects: int | msgspec.UnsetType = msgspec.UNSET
 
 
-def header_run(header: dict[str, Any]) -> RunMeta:
-    return _part(header, "run", RunMeta)
+class DamagedRecord(ValueError):
+    """A map that is not a valid record of its kind (fields of other types)."""
 
 
-def _part(header: dict[str, Any], key: str, kind: type[_P]) -> _P:
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+def encode(record: Header | End) -> bytes:
+    return _ENCODER.encode(record)
+
+
+def from_map(kind: type[_P], value: Any) -> _P:
+    """A record from the map msgpack read (readers unpack a stream of records); DamagedRecord if it does not fit."""
     try:
-        return msgspec.convert(header.get(key) or {}, kind)
+        return msgspec.convert(value, kind)
     except msgspec.ValidationError as exc:
-        raise DamagedHeader(f"header.{key}: {exc}") from None
+        raise DamagedRecord(str(exc)) from None

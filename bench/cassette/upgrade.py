@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import msgspec
 
 from bench.cassette import columns, compact
 from bench.cassette.format import EXCHANGE, FORMAT_VERSION
 from bench.cassette.framing import frame_record
 from bench.cassette.reader import CassetteReader
+from bench.cassette.records import encode
 from bench.errors import BenchError
 
 Record = dict[str, Any]
@@ -39,21 +41,21 @@ def upgrade_file(path: Path, level: int = compact.ARCHIVE_LEVEL) -> str:
     reader = CassetteReader(path)
     if reader.version >= FORMAT_VERSION:
         return f"{path}: already format v{reader.version}; left as it is"
-    header = {**reader.header, "version": FORMAT_VERSION}
+    header = msgspec.structs.replace(reader.header, version=FORMAT_VERSION)
     records = list(reader)
     if reader.damaged:  # a cut recording (no end record, no damage) is upgraded as it is
         raise BenchError(f"{reader.problem}; not upgraded (the upgrade cannot restore what is lost)")
     packer = msgpack.Packer(use_bin_type=True)
     payloads = [pack_exchange(r, packer) for r in records]
     if reader.end is not None:
-        payloads.append(columns.payload(packer.pack(reader.end), None))
+        payloads.append(columns.payload(encode(reader.end), None))
     raw = b"".join(frame_record(seq, payload) for seq, payload in enumerate(payloads, start=1))
     before = path.stat().st_size
 
     def verify(tmp: Path) -> None:
         check = CassetteReader(tmp)
         got = list(check)
-        same_header = {**check.header, "version": reader.version} == {**header, "version": reader.version}
+        same_header = check.header == header
         if not same_header or got != records or check.end != reader.end or check.lost:
             raise BenchError(f"{path}: the upgraded copy did not read back the same; the original is unchanged")
 

@@ -32,8 +32,9 @@ import zstandard
 
 from bench import __version__
 from bench.cassette import columns, compact
-from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, SEGMENT_BYTES, SUFFIX
+from bench.cassette.format import EXCHANGE, SEGMENT_BYTES, SUFFIX
 from bench.cassette.framing import prefix
+from bench.cassette.records import End, Header, RunMeta, Settings, encode
 from bench.cassette.redact import Redactor
 from bench.errors import BenchError
 from bench.fingerprint import FINGERPRINT_VERSION
@@ -100,8 +101,8 @@ class CassetteWriter:
         self,
         path: Path,
         *,
-        settings: dict[str, Any] | None = None,
-        run: dict[str, Any] | None = None,
+        settings: Settings | None = None,
+        run: RunMeta | None = None,
         redactor: Redactor | None = None,
         level: int = 3,
         max_queue_bytes: int = 64 << 20,
@@ -130,18 +131,17 @@ class CassetteWriter:
         self._compressor = self._zstd.compressobj()
         self._frame_bytes = 0
         now = dt.datetime.now(dt.UTC)
-        header = {
-            "kind": HEADER,
-            "format": FORMAT_NAME,
-            "version": FORMAT_VERSION,
-            "bench_version": __version__,
-            "fingerprint_version": FINGERPRINT_VERSION,
-            "created": now.isoformat(),
-            "created_us": int(now.timestamp() * 1e6),
-            "settings": settings or {},
-            "run": run or {},
-        }
-        first = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(self._packer.pack(header))
+        header = encode(
+            Header(
+                bench_version=__version__,
+                fingerprint_version=FINGERPRINT_VERSION,
+                created=now.isoformat(),
+                created_us=int(now.timestamp() * 1e6),
+                settings=settings or Settings(),
+                run=run or RunMeta(),
+            )
+        )
+        first = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(header)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
@@ -158,7 +158,7 @@ class CassetteWriter:
             msg = f"cannot write cassette {path}: {exc.strerror}; free space or choose another --cassettes directory"
             raise BenchError(msg) from None
         self.stats.records = 1
-        self.stats.raw_bytes = len(self._packer.pack(header))
+        self.stats.raw_bytes = len(header)
         self.stats.written_bytes = len(first)
         self._thread = threading.Thread(target=self._run, name=f"cassette-writer:{path.name}", daemon=True)
         self._thread.start()
@@ -334,14 +334,13 @@ class CassetteWriter:
         self._thread.join()
         try:
             if self._error is None:
-                end = {
-                    "kind": END,
-                    "closed": dt.datetime.now(dt.UTC).isoformat(),
-                    "exchanges": self.stats.records - 1,
-                    "queue_full_waits": self.stats.queue_full_waits,
+                end = End(
+                    closed=dt.datetime.now(dt.UTC).isoformat(),
+                    exchanges=self.stats.records - 1,
+                    queue_full_waits=self.stats.queue_full_waits,
                     **end_info,
-                }
-                self._write_now([(self._packer.pack(end), None)], end_frame=True)
+                )
+                self._write_now([(encode(end), None)], end_frame=True)
                 os.fsync(self._fd)
         finally:
             os.close(self._fd)

@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 
 from bench import __version__
+from bench.cassette.records import RunMeta
 from bench.errors import BenchError
 from bench.testspec import Catalog, TestSpec
 from catalog.driver.config import RecordConfig
@@ -68,17 +69,17 @@ def make_jobs(tests: list[TestSpec], models: list[str], epochs: int) -> list[Job
 
 def run_metadata(
     run_id: str, cfg: RecordConfig, catalog: Catalog, tests: list[TestSpec], resumed_from: list[str] | None
-) -> dict[str, Any]:
-    return {
-        "id": run_id,
-        "driver": "bench record",
-        "config": cfg.public(),
-        "catalog_hash": catalog.hash,
-        "tests": {t.id: t.hash for t in tests},
-        "bench_version": __version__,
-        "started": dt.datetime.now(dt.UTC).isoformat(),
-        "resumed_from": resumed_from,
-    }
+) -> RunMeta:
+    return RunMeta(
+        id=run_id,
+        driver="bench record",
+        config=cfg.public(),
+        catalog_hash=catalog.hash,
+        tests={t.id: t.hash for t in tests},
+        bench_version=__version__,
+        started=dt.datetime.now(dt.UTC).isoformat(),
+        resumed_from=resumed_from,
+    )
 
 
 class Interrupts:
@@ -222,8 +223,8 @@ async def record(
     return summary
 
 
-def _check_hashes(meta: dict[str, Any], tests: list[TestSpec]) -> None:
-    recorded = meta.get("tests") or {}
+def _check_hashes(meta: RunMeta, tests: list[TestSpec]) -> None:
+    recorded = meta.tests or {}
     changed = [t.id for t in tests if t.id in recorded and recorded[t.id] != t.hash]
     if changed:
         raise BenchError(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cassette import CassetteReader, find_cassettes
+from bench.cassette.records import RunMeta
 from bench.errors import BenchError
 from bench.parse import parse_exchange
 from bench.testspec import TestSpec
@@ -23,11 +24,11 @@ from catalog.driver.retry import retryable
 JobKey = tuple[str, str, int]
 
 
-def read_run(out_dir: Path, run_id: str) -> tuple[dict[str, Any], list[Path], dict[JobKey, list[dict[str, Any]]]]:
+def read_run(out_dir: Path, run_id: str) -> tuple[RunMeta, list[Path], dict[JobKey, list[dict[str, Any]]]]:
     """The run metadata of the run's first cassette, its cassette files, and its exchanges by job."""
     if not out_dir.is_dir():
         raise BenchError(f"{out_dir}: no such folder; pass the --out folder that holds run {run_id}")
-    meta: dict[str, Any] | None = None
+    meta: RunMeta | None = None
     files: list[Path] = []
     by_job: dict[JobKey, list[dict[str, Any]]] = defaultdict(list)
     for path in find_cassettes([out_dir]):
@@ -36,11 +37,11 @@ def read_run(out_dir: Path, run_id: str) -> tuple[dict[str, Any], list[Path], di
         except BenchError as exc:
             print(f"bench: warning: {exc}; skipped", file=sys.stderr)  # what it held is recorded again
             continue
-        run = reader.header.get("run") or {}
-        if run.get("id") != run_id:
+        run = reader.header.run
+        if run.id != run_id:
             continue
         files.append(path)
-        if meta is None or run.get("resumed_from") is None:
+        if meta is None or run.resumed_from is None:
             meta = run
         for record in reader:
             tags = record.get("tags") or {}

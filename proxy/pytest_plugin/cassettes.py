@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from bench.cassette import CassetteReader, CassetteWriter
+from bench.cassette.records import Header
 from bench.errors import BenchError
 
 # Exchanges a replay served (in new_episodes mode, `auto` records those too) are not new recordings.
@@ -43,22 +44,19 @@ def depends_on_digests(names: tuple[str, ...], root: Path) -> dict[str, str]:
     return {name: digest(root / name) for name in names}
 
 
-def recorded_at_us(header: dict[str, Any]) -> int:
+def recorded_at_us(header: Header) -> int:
     """When the cassette's oldest exchange was recorded (a merge keeps the first recording's time)."""
-    run = header.get("run") or {}
-    first = run.get("first_recorded_us")
-    return int(first) if isinstance(first, int) else int(header.get("created_us") or 0)
+    first = header.run.first_recorded_us
+    return first if isinstance(first, int) else header.created_us
 
 
-def staleness(
-    cassette: Path, header: dict[str, Any], *, max_age_s: float | None, depends_on: dict[str, str]
-) -> Stale | None:
+def staleness(cassette: Path, header: Header, *, max_age_s: float | None, depends_on: dict[str, str]) -> Stale | None:
     """Why a cassette should be recorded again, or None: too old, or recorded against other prompt/catalog files."""
     if max_age_s is not None:
         age = time.time() - recorded_at_us(header) / 1e6
         if age > max_age_s:
             return Stale(str(cassette), f"recorded {age / 86400:.1f} days ago (bench_max_age {max_age_s / 86400:g}d)")
-    recorded = (header.get("run") or {}).get("depends_on") or {}
+    recorded = header.run.depends_on or {}
     for name, now in depends_on.items():
         then = recorded.get(name)
         if then is None:
@@ -85,7 +83,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _read(path: Path) -> tuple[Header, list[dict[str, Any]]]:
     reader = CassetteReader(path)
     return reader.header, list(reader)
 
@@ -99,20 +97,20 @@ def commit(partial: Path, cassette: Path, *, join: bool, session: str) -> int:
         partial.unlink()
         return 0
     with folder_lock(cassette.parent):
-        old_header: dict[str, Any] | None = None
+        old_header: Header | None = None
         old: list[dict[str, Any]] = []
         if cassette.exists():
             existing_header, existing = _read(cassette)
-            if join or (existing_header.get("run") or {}).get("session") == session:
+            if join or existing_header.run.session == session:
                 old_header, old = existing_header, existing
         if old_header is None and len(new) == len(records):
             os.replace(partial, cassette)  # the partial file is the cassette as it stands
             return len(new)
         merged = cassette.with_name(partial.name + ".merged")
-        run = dict(header.get("run") or {})
+        run = header.run
         if old_header is not None:
-            run["first_recorded_us"] = recorded_at_us(old_header)
-        with CassetteWriter(merged, settings=header.get("settings"), run=run, redactor=None) as writer:
+            run = msgspec.structs.replace(run, first_recorded_us=recorded_at_us(old_header))
+        with CassetteWriter(merged, settings=header.settings, run=run, redactor=None) as writer:
             for n, record in enumerate([*old, *new], start=1):
                 record["id"] = f"x{n}"  # ids name exchanges in messages: unique again after joining
                 writer.put(record)

@@ -14,11 +14,11 @@ recorded) is a miss that fails the test, and recorded exchanges nobody asked for
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from bench.cassette import CassetteReader
+from bench.cassette.records import RunMeta
 from proxy.pytest_plugin.cassettes import Stale, commit, depends_on_digests, partial_path, staleness
 from proxy.pytest_plugin.loop import ProxyLoop, Route
 from proxy.pytest_plugin.settings import Settings, TestSettings
@@ -97,9 +97,9 @@ class TestRecording:
             )
             self.route = Route(None, missing=message)
         else:
-            run: dict[str, Any] = {"source": "pytest", "test": self.test, "session": self.session}
+            run = RunMeta(source="pytest", test=self.test, session=self.session)
             if self.depends_on:
-                run["depends_on"] = self.depends_on
+                run.depends_on = self.depends_on
             self.proxy = await start_proxy(
                 upstream=None if self.plan == REPLAY else self.run.upstream,
                 cassettes=s.cassette if self.plan != RECORD else s.cassette.parent,

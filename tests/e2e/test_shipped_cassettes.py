@@ -34,7 +34,7 @@ def test_every_shipped_cassette_reads_whole_and_parses() -> None:
     for path in shipped():
         reader = CassetteReader(path)
         records = list(reader)
-        assert reader.header["version"] <= FORMAT_VERSION
+        assert reader.header.version <= FORMAT_VERSION
         assert not reader.truncated, f"{path}: {reader.error}"
         assert len(records) >= 100
         parsed = [parse_exchange(r) for r in records]

@@ -35,7 +35,7 @@ def test_record_and_rescore_against_smollm2(smollm2: str, tmp_path: Path) -> Non
     assert rec.returncode == 0, rec.stderr
     [cassette] = find_cassettes([tmp_path / "cas"])
     header, exchanges = read_cassette(cassette)
-    assert header["run"], "the driver's run metadata is in the header"
+    assert header.run.id, "the driver's run metadata is in the header"
     assert {x["tags"]["test"] for x in exchanges} == set(TESTS)
     assert all(x["tags"]["model"] == "smollm2" for x in exchanges)
     # A 135M model may or may not call the tool without tool_choice; the tool schemas must have been sent.

@@ -89,7 +89,7 @@ async def test_sigint_lets_in_flight_streams_finish_and_closes_the_cassette(
     assert body.endswith(b"data: [DONE]\n\n")
     reader = CassetteReader(path)
     records = list(reader)
-    assert not reader.truncated and reader.end is not None and reader.end["interrupted"] is True
+    assert not reader.truncated and reader.end is not None and reader.end.interrupted is True
     assert [r["outcome"] for r in records] == ["complete"]
     assert b"".join(records[0]["response"]["chunks"]) == body
 
@@ -163,7 +163,7 @@ async def test_sigterm_lets_in_flight_streams_finish_and_closes_the_cassette(
     assert body.endswith(b"data: [DONE]\n\n")
     reader = CassetteReader(path)
     records = list(reader)
-    assert reader.end is not None and reader.end["interrupted"] is True and reader.end["cut_by_shutdown"] == 0
+    assert reader.end is not None and reader.end.interrupted is True and reader.end.cut_by_shutdown == 0
     assert [r["outcome"] for r in records] == ["complete"]
 
 
@@ -188,7 +188,7 @@ async def test_a_second_ctrl_c_cuts_in_flight_exchanges_without_waiting_for_the_
             await stalled
     reader = CassetteReader(path)
     records = list(reader)
-    assert reader.end is not None and reader.end["cut_by_shutdown"] == 1
+    assert reader.end is not None and reader.end.cut_by_shutdown == 1
     assert [r["outcome"] for r in records] == ["client_disconnected"] and "shut down" in records[0]["error"]
 
 

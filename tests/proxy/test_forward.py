@@ -47,7 +47,7 @@ async def test_sdk_gets_the_same_bytes_as_direct_and_everything_is_recorded(
 
     assert proxy.cassette_path is not None
     header, records = read_cassette(proxy.cassette_path)
-    assert header["settings"]["upstream"] == upstream.url and header["settings"]["mode"] == "record"
+    assert header.settings.upstream == upstream.url and header.settings.mode == "record"
     assert len(records) == 7 == proxy.stats.exchanges
     by_path = {}
     for r in records:

@@ -53,7 +53,7 @@ async def test_sync_sdk_streams_are_complete_recorded_and_replayed_with_no_trace
     assert sum(len(texts) for texts in results) == len(records) == THREADS * PER_THREAD
     assert all(text for texts in results for text in texts)
     assert {r["outcome"] for r in records} == {"complete"}
-    assert proxy.stats.client_disconnects == 0 and end["client_disconnects"] == 0
+    assert proxy.stats.client_disconnects == 0 and end.client_disconnects == 0
 
     # Replayed to the same client: the same answers, every one complete again.
     player = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
@@ -96,6 +96,6 @@ async def test_sync_sdk_leaving_mid_stream_is_client_disconnected(
     end = reader.end
     assert end is not None
     assert [r["outcome"] for r in records] == ["client_disconnected"]
-    assert proxy.stats.client_disconnects == 1 and end["client_disconnects"] == 1
+    assert proxy.stats.client_disconnects == 1 and end.client_disconnects == 1
     assert upstream.requests[-1].disconnected
     assert not [r for r in caplog.records if r.name.startswith(("bench", "aiohttp")) and r.levelno >= logging.WARNING]

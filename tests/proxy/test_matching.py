@@ -9,6 +9,7 @@ import pytest
 from openai import AsyncOpenAI, NotFoundError
 
 from bench.cassette import CassetteReader, find_cassettes
+from bench.cassette.records import MatchSettings
 from bench.errors import BenchError
 from catalog.sim import start_sim
 from proxy.matching import MatchOptions, match_options
@@ -89,10 +90,11 @@ async def test_agent_turns_with_volatile_values_match_only_with_options(tmp_path
     assert again.id == first.id
     assert strict_cassette is not None and relaxed_cassette is not None
     headers = {
-        p.name: CassetteReader(p).header["settings"]["match"]
+        p.name: CassetteReader(p).header.settings.match
         for p in find_cassettes([recorded])
         if p in (strict_cassette, relaxed_cassette)
     }
-    assert headers[strict_cassette.name] == {"strict": True, "ignore": [], "tool_call_ids": False, "blank": []}
-    assert headers[relaxed_cassette.name]["tool_call_ids"] is True
-    assert headers[relaxed_cassette.name]["blank"] == [r"\d{4}-\d\d-\d\dT[\d:]+Z"]
+    assert headers[strict_cassette.name] == MatchSettings(strict=True, ignore=[], tool_call_ids=False, blank=[])
+    relaxed_match = headers[relaxed_cassette.name]
+    assert isinstance(relaxed_match, MatchSettings) and relaxed_match.tool_call_ids is True
+    assert relaxed_match.blank == [r"\d{4}-\d\d-\d\dT[\d:]+Z"]

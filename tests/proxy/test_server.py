@@ -8,6 +8,7 @@ import aiohttp
 import pytest
 
 from bench.cassette import CassetteReader
+from bench.cassette.records import RunMeta
 from bench.errors import BenchError
 from proxy import start_proxy
 from proxy.identity import identity_headers
@@ -16,7 +17,7 @@ from tests.support.upstream import Upstream
 
 
 async def test_close_cuts_exchanges_still_running_after_the_grace_period(upstream: Upstream, cassettes: Path) -> None:
-    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes, run={"run": "r9"})
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes, run=RunMeta(id="r9"))
     body = {"model": "test-stall", "messages": MESSAGES, "stream": True, "x_stall_s": 30}
     async with aiohttp.ClientSession() as session:
         resp = await session.post(proxy.url + "/v1/chat/completions", json=body)
@@ -26,8 +27,8 @@ async def test_close_cuts_exchanges_still_running_after_the_grace_period(upstrea
     assert proxy.cassette_path is not None
     reader = CassetteReader(proxy.cassette_path)
     records = list(reader)
-    assert reader.header["run"] == {"run": "r9"} and reader.end is not None
-    assert reader.end["interrupted"] is True and reader.end["cut_by_shutdown"] == 1
+    assert reader.header.run == RunMeta(id="r9") and reader.end is not None
+    assert reader.end.interrupted is True and reader.end.cut_by_shutdown == 1
     assert records[0]["outcome"] == "client_disconnected" and "shut down" in records[0]["error"]
     for _ in range(50):
         if upstream.requests[-1].disconnected:

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from bench.cassette import CassetteWriter
+from bench.cassette.records import RunMeta, Settings
 from bench.parse import parse_exchange
 from bench.testspec import Check, Limits, Reference, TestSpec, Workspace
 from scorer.context import Call, EvalContext, Turn
@@ -119,10 +120,8 @@ def record(
 def write_cassette(
     path: Path, records: Sequence[dict[str, Any]], *, tests: Mapping[str, str] | None = None, close: bool = True
 ) -> Path:
-    run: dict[str, Any] = {"id": "r1"}
-    if tests is not None:
-        run["tests"] = dict(tests)
-    w = CassetteWriter(path, settings={"mode": "record"}, run=run)
+    run = RunMeta(id="r1", tests=dict(tests) if tests is not None else None)
+    w = CassetteWriter(path, settings=Settings(mode="record"), run=run)
     for i, rec in enumerate(records):
         rec = dict(rec)
         rec["id"] = rec.get("id") if rec.get("id") != "x0" else f"x{i}"

@@ -12,6 +12,7 @@ import pytest
 import zstandard
 
 from bench.cassette import CassetteWriter
+from bench.cassette.records import Settings
 from bench.testspec import Catalog, Check
 from scorer.flips import find_flips
 from scorer.pipeline import rescore
@@ -213,7 +214,7 @@ def test_a_job_recorded_again_by_a_resumed_run_is_scored_once_from_the_latest_ca
     ]
     # Results without a run id are other clients' traffic: nothing is dropped.
     for path, content in (("c.cassette", "Paris"), ("d.cassette", "Lyon")):
-        with CassetteWriter(tmp_path / "norun" / path, settings={"mode": "record"}) as w:
+        with CassetteWriter(tmp_path / "norun" / path, settings=Settings(mode="record")) as w:
             w.put(record("t.capital", content, run=""))
     _, results = rescore([tmp_path / "norun"], catalog=CATALOG)
     assert len(results) == 2

@@ -2,8 +2,8 @@
 
 A table is the first markdown table after a heading; its rows are `| field | type | meaning |`, nested fields dotted
 (`request.method`). Types are written in the documents' vocabulary: str, int, bool, number, bin, map, `[X, …]`,
-`X or nil`. A type may be followed by `, proxy`: a field only `bench proxy` writes, absent (None in the Struct)
-when another writer closed the file.
+`X or nil`. A type may be followed by `, optional`: a field some writers leave out (UNSET in the Struct, so that a
+record read and written again keeps it absent).
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ def doc_tables(doc: Path) -> dict[str, dict[str, str]]:
         if len(cells) < 2 or cells[0] in ("field", "") or set(cells[0]) <= {"-"}:
             continue
         kind = cells[1]
-        if kind.endswith(", proxy"):
-            kind = kind.removesuffix(", proxy") + " or nil"
         tables.setdefault(heading, {})[cells[0]] = kind
     return tables
 
@@ -64,9 +62,11 @@ def struct_fields(struct: type[msgspec.Struct], prefix: str = "") -> dict[str, s
     out: dict[str, str] = {}
     if info.tag_field is not None and not prefix:
         out[info.tag_field] = "str"
+    names = struct.__struct_fields__
+    defaults = dict(zip(names[len(names) - len(struct.__struct_defaults__) :], struct.__struct_defaults__, strict=True))
     for field in info.fields:
         name = prefix + field.encode_name
-        out[name] = _name(field.type)
+        out[name] = _name(field.type) + (", optional" if defaults.get(field.name) is msgspec.UNSET else "")
         inner = field.type
         if isinstance(inner, mi.UnionType):
             structs = [k for k in inner.types if isinstance(k, mi.StructType)]

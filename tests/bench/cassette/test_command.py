@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bench.cassette import CassetteWriter
+from bench.cassette.records import Settings
 from bench.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -84,7 +85,7 @@ def stream_record(i: int) -> dict[str, Any]:
 @pytest.fixture
 def cassette(tmp_path: Path) -> Path:
     path = tmp_path / "c" / "a.cassette"
-    with CassetteWriter(path, settings={"mode": "record"}) as writer:
+    with CassetteWriter(path, settings=Settings(mode="record")) as writer:
         for i in (1, 2):
             writer.put(stream_record(i))
         writer.put({**stream_record(3), "response": {**stream_record(3)["response"], "chunks": [b"\xff\x00"]}})

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bench.cassette import CassetteReader, CassetteWriter
+from bench.cassette.records import RunMeta
 from bench.errors import CassetteError
 from tests.bench.cassette.v1 import FIXTURE
 
@@ -44,7 +45,7 @@ def small_frames(monkeypatch: pytest.MonkeyPatch) -> None:
 def written(path: Path, n: int, *, close: bool) -> list[dict[str, Any]]:
     rng = random.Random(n)
     records = [exchange(i, rng) for i in range(n)]
-    w = CassetteWriter(path, run={"id": "r"})
+    w = CassetteWriter(path, run=RunMeta(id="r"))
     for r in records:
         w.put(r)
         while w.stats.records < int(r["id"][1:]) + 2:  # one batch per record: many blocks, many frames

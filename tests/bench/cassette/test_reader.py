@@ -63,7 +63,7 @@ def test_the_v1_fixture_reads_migrated(tmp_path: Path) -> None:
     reader = CassetteReader(FIXTURE)
     records = list(reader)
     assert reader.version == 1 and reader.problem is None and reader.end is not None
-    assert len(records) == reader.end["exchanges"] == 6
+    assert len(records) == reader.end.exchanges == 6
     assert all(isinstance(t, int) for r in records for t in r["response"]["chunk_us"])
 
 
@@ -75,7 +75,7 @@ def test_writer_stores_times_as_a_column_and_reads_them_back(tmp_path: Path) -> 
         w.put({"id": "x0", "response": {"chunks": [b"a"] * 5, "chunk_us": times}})
         w.put({"id": "x1", "response": {"chunks": [b"a"] * 2, "chunk_us": odd}})
     header, records = read_cassette(path)
-    assert header["version"] == FORMAT_VERSION == 2
+    assert header.version == FORMAT_VERSION == 2
     assert [r["response"]["chunk_us"] for r in records] == [times, odd]
 
 
@@ -93,3 +93,24 @@ def test_a_damaged_v1_file_gives_the_exchanges_before_the_damage(tmp_path: Path)
     assert 1 <= len(got) < len(clean) and got == clean[: len(got)]
     assert reader.problem is not None and reader.problem.startswith(f"{path}: read {len(got)} exchange(s); ")
     assert "empty" not in reader.problem and "damaged" in reader.problem
+
+
+def test_a_header_of_other_types_is_damage_and_the_exchanges_are_still_read(tmp_path: Path) -> None:
+    path = tmp_path / "h.cassette"
+    header = {**v1_header(id="r1"), "settings": {"mode": 5}}  # a mode that is not a string
+    records = [{"kind": "exchange", "id": f"x{i}"} for i in range(3)]
+    write_v1(path, header, records, {"kind": "end", "closed": "t", "exchanges": 3, "queue_full_waits": 0})
+    reader = CassetteReader(path)
+    assert [r["id"] for r in reader] == ["x0", "x1", "x2"]
+    assert reader.damaged and reader.header.settings.mode is None and reader.header.version == 1
+    assert reader.problem is not None and "header malformed" in reader.problem and "settings.mode" in reader.problem
+    assert reader.end is not None and reader.end.exchanges == 3
+
+
+def test_an_end_record_of_other_types_is_a_malformed_record(tmp_path: Path) -> None:
+    path = tmp_path / "e.cassette"
+    write_v1(path, v1_header(id="r1"), [{"kind": "exchange", "id": "x0"}], {"kind": "end", "exchanges": "three"})
+    reader = CassetteReader(path)
+    assert [r["id"] for r in reader] == ["x0"]
+    assert reader.end is None and reader.damaged
+    assert reader.problem is not None and "1 malformed record(s) skipped" in reader.problem

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from bench.cassette import CassetteReader, CassetteWriter, Redactor, read_cassette
 from bench.cassette.format import FORMAT_VERSION
+from bench.cassette.records import RunMeta, Settings
 from bench.cassette.writer import WriterClosed
 from bench.errors import CassetteError
 
@@ -42,16 +43,16 @@ def exchange(i: int, chunks: list[bytes], **extra: Any) -> dict[str, Any]:
 def test_roundtrip_keeps_bytes_and_closes_cleanly(tmp_path: Path) -> None:
     path = tmp_path / "a.cassette"
     chunks = [b"data: {}\n\n", b"\x00\xff binary", b""]
-    with CassetteWriter(path, settings={"mode": "record"}, run={"run": "r1"}) as w:
+    with CassetteWriter(path, settings=Settings(mode="record"), run=RunMeta(id="r1")) as w:
         for i in range(3):
             w.put(exchange(i, chunks))
     reader = CassetteReader(path)
     records = list(reader)
-    assert reader.header["version"] == FORMAT_VERSION
-    assert reader.header["run"] == {"run": "r1"}
+    assert reader.header.version == FORMAT_VERSION
+    assert reader.header.run == RunMeta(id="r1")
     assert [r["id"] for r in records] == ["x0", "x1", "x2"]
     assert records[0]["response"]["chunks"] == chunks
-    assert not reader.truncated and reader.end is not None and reader.end["exchanges"] == 3
+    assert not reader.truncated and reader.end is not None and reader.end.exchanges == 3
 
 
 def test_secrets_never_reach_the_file(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ def test_a_recording_closed_by_the_writer_is_28x_smaller_than_its_traffic(tmp_pa
     source = CassetteReader(SHIPPED)
     records = list(source)
     path = tmp_path / "again.cassette"
-    with CassetteWriter(path, settings=source.header["settings"], run=source.header["run"]) as w:
+    with CassetteWriter(path, settings=source.header.settings, run=source.header.run) as w:
         for record in records:
             w.put(dict(record))
     again = CassetteReader(path)

@@ -55,7 +55,7 @@ async def test_sigint_then_resume_completes_the_run(tmp_path: Path) -> None:
         (first,) = find_cassettes([out])
         reader = CassetteReader(first)
         part1 = list(reader)
-        assert reader.end is not None and reader.end.get("interrupted") is True
+        assert reader.end is not None and reader.end.interrupted is True
         total = len(tools) * len(MODELS) * EPOCHS
         done1 = {(e["tags"]["test"], e["tags"]["model"], e["tags"]["epoch"]) for e in part1}
         assert 0 < len(done1) < total
@@ -68,8 +68,8 @@ async def test_sigint_then_resume_completes_the_run(tmp_path: Path) -> None:
     second = next(p for p in find_cassettes([out]) if p != first)
     reader2 = CassetteReader(second)
     part2 = list(reader2)
-    assert reader2.header["run"]["id"] == run_id and reader2.header["run"]["resumed_from"] == [first.name]
-    assert reader2.end is not None and not reader2.end.get("interrupted")
+    assert reader2.header.run.id == run_id and reader2.header.run.resumed_from == [first.name]
+    assert reader2.end is not None and not reader2.end.interrupted
     done2 = {(e["tags"]["test"], e["tags"]["model"], e["tags"]["epoch"]) for e in part2}
     assert not done1 & done2  # only what was missing was recorded again
     assert all(e["tags"]["run"] == run_id for e in part2)
@@ -99,4 +99,4 @@ async def test_second_sigint_exits_at_once_with_a_readable_cassette(tmp_path: Pa
     (path,) = find_cassettes([out])
     reader = CassetteReader(path)
     list(reader)
-    assert reader.header["run"]["id"]
+    assert reader.header.run.id

@@ -37,11 +37,11 @@ async def test_builtin_catalog_with_faults_every_test_tagged_and_failed_attempts
     assert summary.cassette is not None
     reader = CassetteReader(summary.cassette)
     exchanges = list(reader)
-    assert reader.end is not None and not reader.end.get("interrupted")
-    run = reader.header["run"]
-    assert run["id"] == summary.run_id and run["catalog_hash"] == catalog.hash
-    assert run["tests"] == {t.id: t.hash for t in catalog.tests.values()}
-    assert run["config"]["api_key_set"] is True and "api_key" not in run["config"]
+    assert reader.end is not None and not reader.end.interrupted
+    run = reader.header.run
+    assert run.id == summary.run_id and run.catalog_hash == catalog.hash
+    assert run.tests == {t.id: t.hash for t in catalog.tests.values()}
+    assert run.config is not None and run.config["api_key_set"] is True and "api_key" not in run.config
     tags = [e["tags"] for e in exchanges]
     assert {t["test"] for t in tags} == set(catalog.tests)
     assert all(t["run"] == summary.run_id and t["model"] == model and t["epoch"] == "0" for t in tags)

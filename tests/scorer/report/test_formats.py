@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.cassette import CassetteWriter
+from bench.cassette.records import RunMeta
 from bench.cli import main
 from tests.scorer.report.factory import meta, synthetic, write_scores
 
@@ -73,7 +74,7 @@ def test_folder_of_cassettes_is_rescored_in_memory(tmp_path: Path, capsys: pytes
     pytest.importorskip("scorer.pipeline", reason="the scorer pipeline is not in this tree yet")
     folder = tmp_path / "rec"
     body = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
-    with CassetteWriter(folder / "a.cassette", run={"run": "r-9"}) as w:
+    with CassetteWriter(folder / "a.cassette", run=RunMeta(id="r-9")) as w:
         w.put(
             {
                 "id": "x1",
