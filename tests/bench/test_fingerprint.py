@@ -103,3 +103,9 @@ def test_raw_and_odd_bodies() -> None:
     assert fingerprint("POST", "/x", "", b"{bad") != fingerprint("POST", "/x", "", b"{}")
     assert fingerprint("POST", "/x", "", b"\xff\xfe") != fingerprint("POST", "/x", "", b"\xff")
     assert fingerprint("POST", "/x", "", b" [1, 2] ") == fingerprint("POST", "/x", "", b"[1,2]")
+
+
+def test_only_trailing_slashes_are_dropped_from_the_path() -> None:
+    assert fingerprint("GET", "/v1/modelsX", "", b"") != fingerprint("GET", "/v1/models", "", b"")
+    assert fingerprint("GET", "/v1/models//", "", b"") == fingerprint("GET", "/v1/models", "", b"")
+    assert fingerprint("GET", "/", "", b"") == fingerprint("GET", "", "", b"")

@@ -146,3 +146,26 @@ def test_mcnemar_against_the_binomial_sum() -> None:
         for r in range(d + 1):
             tail = sum(math.comb(d, i) for i in range(min(r, d - r) + 1)) / 2**d
             assert mcnemar_exact(r, d - r) == pytest.approx(min(1.0, 2 * tail)), (r, d)
+
+
+def test_paired_bootstrap_batches_change_nothing_and_two_pairs_are_resampled() -> None:
+    """Batching (which bounds memory for many pairs) draws the same indices as one big draw would."""
+    rng = np.random.default_rng(2)
+    before = rng.random(4100)
+    after = before + rng.normal(0.1, 1.0, 4100)
+    diffs = after - before
+    mean, low, high = paired_bootstrap(list(before), list(after), resamples=1000, seed=8)
+    assert mean == pytest.approx(float(diffs.mean()))
+    means = diffs[np.random.default_rng(8).integers(0, 4100, size=(1000, 4100))].mean(axis=1)
+    assert (low, high) == tuple(float(v) for v in np.percentile(means, [2.5, 97.5]))
+    # Two pairs are enough to resample: the means are 0, 0.5 or 1.
+    assert paired_bootstrap([0.0, 1.0], [1.0, 1.0]) == (0.5, 0.0, 1.0)
+
+
+def test_statistics_errors_name_the_values() -> None:
+    with pytest.raises(ValueError, match=r"^passed=3 outside 0\.\.2$"):
+        wilson(3, 2)
+    with pytest.raises(ValueError, match=r"^need 0 <= c <= n and 1 <= k <= n, got n=3 c=1 k=4$"):
+        pass_at_k(3, 1, 4)
+    with pytest.raises(ValueError, match=r"^paired samples differ in length$"):
+        paired_bootstrap([1.0], [])
