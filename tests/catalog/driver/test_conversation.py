@@ -137,7 +137,7 @@ async def served() -> AsyncIterator[tuple[Server, str]]:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", server.handle)
     runner, _site, url = await listen(app, "127.0.0.1", 0)
-    yield server, url + "/v1/chat/completions"
+    yield server, url + "/v1"  # the API base: the driver adds chat/completions
     await runner.cleanup()
 
 
