@@ -101,7 +101,7 @@ class SSEParser:
         elif name == "id":
             if "\0" not in value:
                 self._id = value
-        elif name == "retry" and value.isdigit():
+        elif name == "retry" and value.isascii() and value.isdigit():  # ASCII digits only ("²" is a digit too)
             self._retry = int(value)
 
 

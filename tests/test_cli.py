@@ -71,3 +71,20 @@ def test_a_bug_is_not_hidden_as_a_user_error(monkeypatch: pytest.MonkeyPatch) ->
 def test_python_dash_m_bench_runs_the_same_command_line() -> None:
     done = subprocess.run([sys.executable, "-m", "bench", "--version"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout == f"bench {__version__}\n"
+
+
+def test_the_parser_names_the_command_slot() -> None:
+    parser = cli.build_parser()
+    assert parser.description == "Record LLM gateway traffic once, re-score it forever."
+    assert parser.format_usage() == "usage: bench [-h] [--version] COMMAND ...\n"
+    assert parser.parse_args(["catalog", "ls"]).command == "catalog"
+
+
+def test_the_handler_gets_the_parsed_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[argparse.Namespace] = []
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--x", default="1")
+    parser.set_defaults(handler=lambda args: seen.append(args))
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    assert cli.main(["--x", "7"]) == 0
+    assert [a.x for a in seen] == ["7"]

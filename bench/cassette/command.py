@@ -418,15 +418,18 @@ def har_entry(record: Record) -> dict[str, Any]:
     decoded = decoded_record_reads(resp_headers, resp.get("chunks") or [])
     data = decoded.body
 
-    def span(a: str | None, b: str) -> float:
-        start = 0 if a is None else timing.get(a)
-        end = timing.get(b)
-        return -1 if start is None or end is None else max(0.0, (end - start) / 1000)
+    # HAR 1.2 requires send, wait and receive, non-negative (-1 is only for the optional phases), and `time` is
+    # their sum: a point the record lacks (a replay miss never went upstream) takes the one before it.
+    end_us = max(0, timing.get("end") or 0)
+    sent_us = min(end_us, max(0, timing.get("sent_upstream") or 0))
+    first_us = timing.get("first_byte")
+    first_us = sent_us if first_us is None else min(end_us, max(sent_us, first_us))
+    timings = {"send": sent_us / 1000, "wait": (first_us - sent_us) / 1000, "receive": (end_us - first_us) / 1000}
 
     started = record.get("started") or 0
     entry: dict[str, Any] = {
         "startedDateTime": dt.datetime.fromtimestamp(started / 1e6, dt.UTC).isoformat().replace("+00:00", "Z"),
-        "time": (timing.get("end") or 0) / 1000,
+        "time": sum(timings.values()),
         "request": {
             "method": req.get("method", "GET"),
             "url": url,
@@ -449,11 +452,7 @@ def har_entry(record: Record) -> dict[str, Any]:
             "bodySize": len(wire),
         },
         "cache": {},
-        "timings": {
-            "send": span(None, "sent_upstream"),
-            "wait": span("sent_upstream", "first_byte"),
-            "receive": span("first_byte", "end"),
-        },
+        "timings": timings,
         "_bench": {
             "id": record.get("id"),
             "outcome": record.get("outcome"),

@@ -14,6 +14,8 @@ import pytest
 from bench.fingerprint import FINGERPRINT_VERSION, SECRET_QUERY_PARAMS, VOLATILE_FIELDS, fingerprint
 
 CHAT = "/v1/chat/completions"
+HI = b'{"model":"m","messages":[{"role":"user","content":"Hi"}]}'
+CAFE = b'{"model":"m","messages":[{"role":"user","content":"caf\\u00e9"}]}'
 
 
 def body(**kw: object) -> bytes:
@@ -28,11 +30,11 @@ def documented(head: str, canonical: bytes) -> str:
 @pytest.mark.parametrize(
     ("method", "path", "query", "raw", "digest"),
     [
-        ("POST", CHAT, "", b'{"model":"m","messages":[{"role":"user","content":"Hi"}]}', "52d94d591b15317e3b1f56b73ad0f4ec"),  # noqa: E501
+        ("POST", CHAT, "", HI, "52d94d591b15317e3b1f56b73ad0f4ec"),
         ("GET", "/v1/models", "b=2&a=1&a=0&Key=s&empty=", b"", "d93a84a1de46b70b0c6071f52e4127e1"),
         ("POST", "/x", "", b"\x00raw", "a48c2e7138a8b96ec319d5ea7c2293f5"),
         ("POST", "/v1/embeddings", "", b"[1,2]", "83fe4a37d45c7fb77bc8ea3613c765d7"),
-        ("POST", CHAT, "", b'{"model":"m","messages":[{"role":"user","content":"caf\\u00e9"}]}', "3258e178d02b152e2edc2eff4db3a8b1"),  # noqa: E501
+        ("POST", CHAT, "", CAFE, "3258e178d02b152e2edc2eff4db3a8b1"),
     ],
 )  # fmt: skip
 def test_known_answers_of_rule_version_1(method: str, path: str, query: str, raw: bytes, digest: str) -> None:
@@ -101,3 +103,9 @@ def test_raw_and_odd_bodies() -> None:
     assert fingerprint("POST", "/x", "", b"{bad") != fingerprint("POST", "/x", "", b"{}")
     assert fingerprint("POST", "/x", "", b"\xff\xfe") != fingerprint("POST", "/x", "", b"\xff")
     assert fingerprint("POST", "/x", "", b" [1, 2] ") == fingerprint("POST", "/x", "", b"[1,2]")
+
+
+def test_only_trailing_slashes_are_dropped_from_the_path() -> None:
+    assert fingerprint("GET", "/v1/modelsX", "", b"") != fingerprint("GET", "/v1/models", "", b"")
+    assert fingerprint("GET", "/v1/models//", "", b"") == fingerprint("GET", "/v1/models", "", b"")
+    assert fingerprint("GET", "/", "", b"") == fingerprint("GET", "", "", b"")

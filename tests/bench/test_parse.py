@@ -265,3 +265,34 @@ def test_any_sequence_of_deltas_assembles_as_a_client_would(deltas: list[dict[st
     assert (p.content, p.reasoning) == (content, reasoning)
     assert [(c.index, c.id, c.name, c.arguments, c.type) for c in p.tool_calls] == calls
     assert (p.timing.output_tokens, p.timing.tokens_source) == (counted, "counted")
+
+
+def test_a_call_with_empty_arguments_has_the_empty_object() -> None:
+    # Streamed: a name and no arguments at all, or only whitespace; whole answers: an empty string.
+    for fragments in ([], [" "], ["", "  \n"]):
+        parts = [chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "now"}}]})]
+        parts += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": a}}]}) for a in fragments]
+        p = parse_exchange(stream_record([*parts, chunk(finish="tool_calls"), b"data: [DONE]\n\n"]))
+        assert [(c.name, c.parsed_arguments, c.valid_json) for c in p.tool_calls] == [("now", {}, True)], fragments
+        assert "invalid_tool_json" not in p.findings
+    message = {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "now", "arguments": ""}}]}
+    body = json.dumps({"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}).encode()
+    p = parse_exchange({"response": {"status": 200, "streamed": False, "chunks": [body], "chunk_us": [5]}})
+    assert [(c.parsed_arguments, c.valid_json) for c in p.tool_calls] == [({}, True)] and p.findings == []
+
+
+def test_a_tool_call_written_as_text_is_found_anywhere_in_the_answer() -> None:
+    calls = [
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
+        '<function=get_weather>{"city": "Paris"}</function>',
+        '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        '{ "function" : "get_weather", "parameters": {"city": "Paris"}}',
+    ]
+    for call in calls:
+        for text in (call, f"Let me check the weather for you.\n\n{call}", f"Sure! {call} Done."):
+            p = parse_exchange(stream_record([chunk({"content": text}, finish="stop"), b"data: [DONE]\n\n"]))
+            assert "text_tool_call" in p.findings, text
+    for prose in ("The function get_weather takes a city.", '{"name": "Paris"}', "I would call <tool> here"):
+        p = parse_exchange(stream_record([chunk({"content": prose}, finish="stop"), b"data: [DONE]\n\n"]))
+        assert "text_tool_call" not in p.findings, prose

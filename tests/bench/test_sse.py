@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import bisect
 import itertools
+import re
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.sse import SSEParser, events_with_times
@@ -52,51 +54,150 @@ def test_times_are_those_of_the_completing_read() -> None:
     assert not cut
 
 
-sse_text = st.lists(
-    st.one_of(
-        st.sampled_from(
-            [
-                "data: ",
-                "data:",
-                "data",
-                ": c",
-                "event: e",
-                "event:",
-                "id: 1",
-                "retry: 5",
-                "",
-                "\ufeff",
-                "x: y",
-            ]
-        ),
-        st.text(alphabet='ab{}":, é', max_size=8),
-    ),
-    max_size=25,
+def test_an_event_ending_exactly_at_a_read_boundary_has_that_reads_time() -> None:
+    # Several events per read, the last one ending exactly where its read ends (the next read starts a new event).
+    chunks = [b"data: a\n\ndata: b\n\n", b"data: c\n\ndata: d\n\n", b"data: e\n\n"]
+    assert events_with_times(chunks, [10, 20, 30]) == ([(10, "a"), (10, "b"), (20, "c"), (20, "d"), (30, "e")], False)
+    # The same with comments (the general path) and with CRLF (the incremental path).
+    chunks = [b": c\ndata: a\n\ndata: b\n\n", b"data: c\n\n"]
+    assert events_with_times(chunks, [10, 20]) == ([(10, "a"), (10, "b"), (20, "c")], False)
+    chunks = [b"data: a\r\n\r\ndata: b\r\n\r\n", b"data: c\r\n\r\n"]
+    assert events_with_times(chunks, [10, 20]) == ([(10, "a"), (10, "b"), (20, "c")], False)
+
+
+def test_a_stream_ending_inside_an_event_is_reported_cut() -> None:
+    for tail in (b"event: delta\n", b"data: b\n", b"data: b", b"da", b"event: delta"):
+        stream = [b"data: a\n\n", tail]
+        assert events_with_times(stream, [1, 2]) == ([(1, "a")], True), tail
+        assert parse_all(stream) == (["a"], True), tail
+    for tail in (b": comment\n", b"\n", b"id: 3\n", b"retry: 5\n", b"event:\n"):
+        stream = [b"data: a\n\n", tail]
+        assert events_with_times(stream, [1, 2]) == ([(1, "a")], False), tail
+        assert parse_all(stream) == (["a"], False), tail
+
+
+def test_retry_takes_ascii_digits_only() -> None:
+    events = SSEParser().feed("retry: \u00b2\ndata: a\n\nretry: 12\ndata: b\n\n".encode())
+    assert [(e.data, e.retry) for e in events] == [("a", None), ("b", 12)]
+
+
+class Reference:
+    """The HTML standard's event-stream rules written plainly (line by line, whole stream at once), independent of
+    bench.sse: each event with the index of the read that holds the first byte of the line ending that dispatched it.
+    """
+
+    LINE_END = re.compile(rb"\r\n|\r|\n")
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        data = b"".join(chunks)
+        ends = list(itertools.accumulate(len(c) for c in chunks))
+        self.events: list[tuple[int, str, str, str | None, int | None, int]] = []
+        fields: dict[str, object] = {"data": [], "event": "", "id": None, "retry": None, "comments": 0}
+        pos = 0
+        first = True
+        for m in self.LINE_END.finditer(data):
+            line = data[pos : m.start()].decode("utf-8", "replace")
+            read = bisect.bisect_right(ends, m.start())
+            pos = m.end()
+            if first:
+                first = False
+                line = line.removeprefix("\ufeff")
+            self._line(line, read, fields)
+        self.tail = data[pos:]  # any bytes of an unfinished line (a lone BOM too) mean the stream was cut
+        self.pending = bool(self.tail or fields["data"] or fields["event"])
+
+    def _line(self, line: str, read: int, f: dict[str, object]) -> None:
+        data = f["data"]
+        assert isinstance(data, list)
+        if line == "":
+            if data:
+                event = str(f["event"]) or "message"
+                self.events.append((read, "\n".join(data), event, f["id"], f["retry"], f["comments"]))  # type: ignore[arg-type]
+            f.update({"data": [], "event": "", "retry": None, "comments": 0})
+        elif line.startswith(":"):
+            f["comments"] = int(f["comments"]) + 1  # type: ignore[call-overload]
+        else:
+            name, colon, value = line.partition(":")
+            if colon and value.startswith(" "):
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                f["event"] = value
+            elif name == "id" and "\0" not in value:
+                f["id"] = value
+            elif name == "retry" and value and all("0" <= ch <= "9" for ch in value):
+                f["retry"] = int(value)
+
+
+# Lines as servers write them (a field, a colon, maybe a space, a value) and as a hostile one might.
+field_line = st.builds(
+    lambda name, sep, value: name + sep + value,
+    st.sampled_from(["data", "event", "id", "retry", "x", "", "dat", "\ufeffdata"]),
+    st.sampled_from([": ", ":", "", ":  "]),
+    st.text(alphabet='ab{}":, é0129\u00b2\0', max_size=8),
+)
+VALUE = st.text(alphabet='ab{}":, é0129\u00b2\0', max_size=8)
+data_line = st.builds(lambda sep, value: "data" + sep + value, st.sampled_from([": ", ":"]), VALUE)
+# Events as servers frame them (lines, then an empty line), mixed with stray lines; a stream may stop anywhere.
+sse_event = st.lists(
+    st.one_of(data_line, data_line, field_line, st.sampled_from([": c", ":", "\ufeff"])), min_size=1, max_size=4
+).map(lambda lines: [*lines, ""])
+sse_lines = st.lists(st.one_of(sse_event, st.lists(field_line, max_size=2)), max_size=8).map(
+    lambda groups: [line for group in groups for line in group]
 )
 
 
+def split(raw: bytes, cuts: list[int]) -> list[bytes]:
+    bounds = sorted({c for c in cuts if c <= len(raw)} | {0, len(raw)})
+    return [raw[a:b] for a, b in itertools.pairwise(bounds)] or [b""]
+
+
+@settings(max_examples=200)
 @given(
-    parts=sse_text,
+    lines=sse_lines,
     newline=st.sampled_from(["\n", "\r\n", "\r"]),
+    end=st.sampled_from(["", "\n", "\n\n"]),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
 )
-def test_fast_path_agrees_with_incremental_parser(parts: list[str], newline: str, cuts: list[int]) -> None:
-    raw = newline.join(parts).encode()
-    bounds = sorted({c for c in cuts if c <= len(raw)} | {0, len(raw)})
-    chunks = [raw[a:b] for a, b in itertools.pairwise(bounds)] or [b""]
-    times = list(range(len(chunks)))
-    incremental: list[tuple[int, str]] = []
+def test_both_parsers_agree_with_the_standard(lines: list[str], newline: str, end: str, cuts: list[int]) -> None:
+    raw = (newline.join(lines) + end.replace("\n", newline)).encode()
+    chunks = split(raw, cuts)
+    times = [100 + 10 * i for i in range(len(chunks))]
+    want = Reference(chunks)
     p = SSEParser()
-    for c, t in zip(chunks, times, strict=True):
-        incremental.extend((t, e.data) for e in p.feed(c))
-    assert events_with_times(chunks, times) == (incremental, p.pending)
+    incremental: list[tuple[int, str, str, str | None, int | None, int]] = []
+    for i, c in enumerate(chunks):
+        incremental.extend((i, e.data, e.event, e.id, e.retry, e.comments) for e in p.feed(c))
+    assert incremental == want.events
+    assert p.pending == want.pending
+    assert events_with_times(chunks, times) == ([(times[e[0]], e[1]) for e in want.events], want.pending)
+
+
+def test_the_generated_streams_exercise_what_they_claim() -> None:
+    """The strategy is only as good as what it produces: events with payloads, several per read, cut streams."""
+    with_payload = several_per_read = cut = 0
+
+    @settings(max_examples=200, database=None, derandomize=True)
+    @given(lines=sse_lines, cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8))
+    def count(lines: list[str], cuts: list[int]) -> None:
+        nonlocal with_payload, several_per_read, cut
+        ref = Reference(split("\n".join(lines).encode(), cuts))
+        with_payload += any(e[1] for e in ref.events)
+        several_per_read += len({e[0] for e in ref.events}) < len(ref.events)
+        cut += ref.pending
+
+    count()
+    assert with_payload >= 30 and several_per_read >= 10 and cut >= 30, (with_payload, several_per_read, cut)
 
 
 @given(raw=st.binary(max_size=300), cuts=st.lists(st.integers(min_value=0, max_value=300), max_size=10))
-def test_chunking_never_changes_the_events(raw: bytes, cuts: list[int]) -> None:
-    bounds = sorted({c for c in cuts if c <= len(raw)} | {0, len(raw)})
-    chunks = [raw[a:b] for a, b in itertools.pairwise(bounds)]
-    assert parse_all(chunks) == parse_all([raw])
+def test_any_bytes_in_any_reads_give_the_standards_events(raw: bytes, cuts: list[int]) -> None:
+    chunks = split(raw, cuts)
+    want = Reference(chunks)
+    assert parse_all(chunks) == ([e[1] for e in want.events], want.pending)
+    times = list(range(len(chunks)))
+    assert events_with_times(chunks, times) == ([(times[e[0]], e[1]) for e in want.events], want.pending)
 
 
 def test_an_event_name_cleared_by_an_empty_event_line_leaves_nothing_pending() -> None:

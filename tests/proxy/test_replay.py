@@ -18,7 +18,7 @@ from bench.errors import BenchError
 from proxy import start_proxy
 from proxy.persist import Persister
 from proxy.recorder import Exchange
-from proxy.replay import parse_pace
+from proxy.replay import Recorded, ReplayIndex, describe_miss, match_key, parse_pace, replayable, streams
 from tests.proxy.conftest import CUT, MESSAGES, raw_chat, sdk, sdk_session
 from tests.support.upstream import Upstream
 
@@ -272,3 +272,83 @@ async def test_a_bad_or_damaged_file_among_good_ones_is_skipped_with_a_warning(
     assert any("foreign.cassette" in w and "not a bench cassette" in w for w in warnings)
     assert any("damaged.cassette" in w and "replaying what was read" in w for w in warnings)
     assert all("\n" not in w for w in warnings)
+
+
+def test_pace_below_one_slows_down_and_odd_spellings() -> None:
+    assert parse_pace("x0.5") == 2.0 and parse_pace("x0.25") == 4.0  # N < 1: slower than recorded
+    assert parse_pace(" X4 ") == 0.25 and parse_pace("Realtime") == 1.0 and parse_pace("x1") == 1.0
+    for bad in ("x", "xnan", "x-0.5", "0.5", ""):
+        with pytest.raises(BenchError, match="realtime, instant or xN"):
+            parse_pace(bad)
+
+
+@pytest.mark.parametrize(
+    ("body", "stream"),
+    [
+        (b'{"stream": true}', True),
+        (b'{"stream": false}', False),
+        (b'{"stream": null}', False),
+        (b'{"stream": 0}', False),
+        (b'{"model": "m"}', False),
+        (b'{"messages": [{"content": "\\"stream\\": true"}]}', False),
+        (b'["stream", true]', False),
+        (b'{"stream": tru', False),
+        (b"", False),
+    ],
+)
+def test_only_a_true_stream_field_asks_for_a_stream(body: bytes, stream: bool) -> None:
+    assert streams(body) is stream
+    assert match_key("fp1:x", body) == ("fp1:x/stream" if stream else "fp1:x")
+
+
+def recorded(i: int, method: str, path: str, body: dict[str, object], query: str = "") -> Recorded:
+    raw = json.dumps(body).encode()
+    request = {"method": method, "path": path, "query": query, "body": raw, "fp": f"fp1:{i}"}
+    return Recorded("c.cassette", {"id": f"x{i}", "started": i, "request": request, "response": {"status": 200}})
+
+
+def test_nearest_weighs_method_and_path_over_body_fields() -> None:
+    chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}
+    index = ReplayIndex(
+        [
+            recorded(1, "POST", "/v1/completions", chat),  # same body, another path
+            recorded(2, "GET", "/v1/chat/completions", chat),  # same body, another method
+            recorded(3, "POST", "/v1/chat/completions", {"model": "x", "messages": [], "temperature": 1, "n": 2}),
+        ]
+    )
+    found = index.nearest("POST", "/v1/chat/completions/", "", json.dumps(chat).encode())
+    assert found is not None
+    item, diffs = found
+    assert item.id == "x3"
+    assert diffs == ["body.messages (length 1 vs 0)", "body.model", "body.n", "body.temperature"]
+    same_route = index.nearest("POST", "/v1/completions", "", json.dumps(chat).encode())
+    assert same_route is not None and same_route[0].id == "x1" and same_route[1] == []
+    assert ReplayIndex([]).nearest("POST", "/x", "", b"") is None
+
+
+def test_replayable_records() -> None:
+    ok: dict[str, object] = {"request": {"fp": "fp1:a"}, "response": {"status": 200}, "outcome": "complete"}
+    assert replayable(ok)
+    assert not replayable({**ok, "outcome": "client_disconnected"})
+    assert not replayable({**ok, "response": {"status": None}})
+    assert not replayable({**ok, "response": None})
+    assert not replayable({**ok, "mode": "replay"})
+    assert not replayable({**ok, "replay_of": {"id": "x1"}})
+    assert not replayable({**ok, "request": {"fp": None}})
+    assert replayable({**ok, "outcome": "truncated", "mode": "auto-record"})  # a cut upstream is replayed as cut
+
+
+def test_the_miss_message_names_the_nearest_and_its_differences() -> None:
+    item = recorded(7, "POST", "/v1/chat/completions", {"model": "m"})
+    head = "bench replay: no recorded exchange matches POST /v1/chat/completions (fp1:q)"
+    assert describe_miss("POST", "/v1/chat/completions", "fp1:q", None) == (
+        f"{head}; the cassettes hold no exchanges: record first with --mode record or auto"
+    )
+    many = [f"body.f{i}" for i in range(10)]
+    message = describe_miss("POST", "/v1/chat/completions", "fp1:q", (item, many))
+    assert message == (
+        f"{head}; nearest recorded: x7 in c.cassette (POST /v1/chat/completions), which differs in: "
+        f"{', '.join(many[:8])} and 2 more; record it with --mode auto or fix the request"
+    )
+    used_up = describe_miss("POST", "/v1/chat/completions", "fp1:q", (item, []))
+    assert "differs in: nothing visible (a used-up identical request)" in used_up

@@ -186,3 +186,101 @@ def test_a_damaged_file_is_named_with_what_was_skipped_in_one_line(
     assert main(["cassette", "ls", str(tmp_path)]) == 0
     [line] = capsys.readouterr().out.strip().splitlines()
     assert f"{len(exported)} exchange(s)" in line and "[" in line
+
+
+def _obj(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    return {"type": "object", "required": sorted(required), "properties": {**required, **optional}}
+
+
+_NAME_VALUE = {"type": "array", "items": _obj({"name": {"type": "string"}, "value": {"type": "string"}})}
+_INT = {"type": "integer"}
+_STR = {"type": "string"}
+_DURATION = {"type": "number", "minimum": 0}  # send, wait and receive must be non-negative
+_OPTIONAL_DURATION = {"type": "number", "minimum": -1}  # blocked, dns, connect, ssl: -1 when they do not apply
+# What HAR 1.2 (the W3C Web Performance group's draft of the format) requires of a log and its entries.
+HAR_1_2 = _obj(
+    {
+        "log": _obj(
+            {
+                "version": {"const": "1.2"},
+                "creator": _obj({"name": _STR, "version": _STR}),
+                "entries": {
+                    "type": "array",
+                    "items": _obj(
+                        {
+                            "startedDateTime": {
+                                "type": "string",
+                                "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$",
+                            },
+                            "time": {"type": "number", "minimum": 0},
+                            "request": _obj(
+                                {
+                                    "method": _STR,
+                                    "url": {"type": "string", "pattern": "^https?://"},
+                                    "httpVersion": _STR,
+                                    "cookies": {"type": "array"},
+                                    "headers": _NAME_VALUE,
+                                    "queryString": _NAME_VALUE,
+                                    "headersSize": _INT,
+                                    "bodySize": _INT,
+                                },
+                                postData=_obj({"mimeType": _STR}, text=_STR),
+                            ),
+                            "response": _obj(
+                                {
+                                    "status": _INT,
+                                    "statusText": _STR,
+                                    "httpVersion": _STR,
+                                    "cookies": {"type": "array"},
+                                    "headers": _NAME_VALUE,
+                                    "content": _obj({"size": _INT, "mimeType": _STR}, text=_STR, encoding=_STR),
+                                    "redirectURL": _STR,
+                                    "headersSize": _INT,
+                                    "bodySize": _INT,
+                                }
+                            ),
+                            "cache": {"type": "object"},
+                            "timings": _obj(
+                                {"send": _DURATION, "wait": _DURATION, "receive": _DURATION},
+                                blocked=_OPTIONAL_DURATION,
+                                dns=_OPTIONAL_DURATION,
+                                connect=_OPTIONAL_DURATION,
+                                ssl=_OPTIONAL_DURATION,
+                            ),
+                        }
+                    ),
+                },
+            }
+        )
+    }
+)
+
+
+def test_har_export_is_valid_har_1_2(cassette: Path, tmp_path: Path) -> None:
+    import datetime as dt
+
+    import jsonschema
+
+    # A replay miss has no upstream timings at all: its entry must still carry send, wait and receive.
+    miss = {**stream_record(4), "timing": {"end": 120}, "query": "a=1&b=", "upstream": {}}
+    miss["request"] = {**miss["request"], "query": "a=1&b="}
+    path = tmp_path / "d" / "b.cassette"
+    with CassetteWriter(path, settings={"mode": "replay"}) as writer:
+        writer.put(stream_record(1))
+        writer.put(miss)
+    for source in (cassette, path):
+        out = tmp_path / f"{source.stem}.har"
+        assert main(["cassette", "export", str(source), "--format", "har", "-o", str(out)]) == 0
+        har = json.loads(out.read_text())
+        jsonschema.validate(har, HAR_1_2)
+        for entry in har["log"]["entries"]:
+            started = dt.datetime.fromisoformat(entry["startedDateTime"])
+            assert started.tzinfo is not None and started.year == 2023
+            timings = entry["timings"]
+            assert entry["time"] == pytest.approx(sum(v for v in timings.values() if v != -1))
+    first = json.loads((tmp_path / "a.har").read_text())["log"]["entries"][0]
+    assert first["startedDateTime"] == "2023-11-14T22:13:20.001000Z"
+    assert first["timings"] == {"send": 0.01, "wait": 0.99, "receive": 8.0} and first["time"] == 9.0
+    replayed = json.loads((tmp_path / "b.har").read_text())["log"]["entries"][1]
+    assert replayed["request"]["url"] == "http://bench-replay/v1/chat/completions?a=1&b="
+    assert replayed["request"]["queryString"] == [{"name": "a", "value": "1"}, {"name": "b", "value": ""}]

@@ -114,3 +114,25 @@ async def test_doctor_checklist(mini: Catalog) -> None:
         "system_fingerprint": True,
         "tool call": True,
     }
+
+
+async def test_resume_refuses_a_changed_catalog_and_skips_what_is_complete(tmp_path: Path, mini: Catalog) -> None:
+    import dataclasses
+
+    async with await start_sim(catalog=mini) as sim:
+        cfg = cfg_for(sim.url, tmp_path, ["oracle"], tests=["t.text", "t.tool"])
+        first = await record(cfg, mini)
+        assert first.done == 2 and first.cassette is not None
+        again = await record(cfg, mini, resume=first.run_id)
+        assert again.skipped_complete == 2 and again.cassette is None  # nothing missing: nothing recorded
+        changed = dataclasses.replace(mini.tests["t.tool"], hash="h-t.tool-edited")
+        edited = dataclasses.replace(mini, tests={**mini.tests, "t.tool": changed})
+        with pytest.raises(BenchError, match=r"the catalog changed since this run was recorded \(t\.tool\)"):
+            await record(cfg, edited, resume=first.run_id)
+        # A test outside the resumed selection may change freely.
+        other = dataclasses.replace(mini.tests["t.multi"], hash="h-t.multi-edited")
+        unrelated = dataclasses.replace(mini, tests={**mini.tests, "t.multi": other})
+        assert (await record(cfg, unrelated, resume=first.run_id)).skipped_complete == 2
+        with pytest.raises(BenchError, match="no cassette of run nope"):
+            await record(cfg, mini, resume="nope")
+    assert [p.name for p in tmp_path.glob("*.cassette")] == [first.cassette.name]

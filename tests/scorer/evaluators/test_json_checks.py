@@ -3,9 +3,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.errors import BenchError
 from scorer.evaluators.json_checks import extract_json
 from tests.scorer.helpers import ctx, score
 
@@ -83,3 +85,19 @@ def test_a_schema_and_answer_deep_but_within_limits_are_checked() -> None:
         schema = {"type": "array", "items": schema}
     answer = "[" * 80 + "]" * 80
     assert score("json_schema", ctx(answer), schema=schema).score == 1.0
+
+
+def test_an_invalid_json_schema_is_the_catalogs_mistake() -> None:
+    for schema in ({"type": "nonsense"}, {"required": "n"}, {"properties": {"n": {"minimum": "zero"}}}):
+        with pytest.raises(BenchError, match="schema is not a valid JSON Schema"):
+            score("json_schema", ctx('{"n": 3}'), schema=schema)
+    with pytest.raises(BenchError, match="schema must be a JSON Schema object"):
+        score("json_schema", ctx('{"n": 3}'), schema=["type", "object"])
+
+
+def test_json_schema_draft_follows_the_schema() -> None:
+    # Draft 2020-12's prefixItems; under draft 4 the same keyword would be ignored and the answer would pass.
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "prefixItems": [{"type": "string"}]}
+    assert score("json_schema", ctx("[1]"), schema=schema).score == 0.0
+    assert score("json_schema", ctx('["a", 1]'), schema=schema).score == 1.0
+    assert score("json_schema", ctx("no json"), schema={"type": "object"}).score == 0.0

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.errors import BenchError
 from scorer.evaluators.numbers import extract_number
 from tests.scorer.helpers import ctx, score
 
@@ -61,3 +62,18 @@ def test_numeric_tolerance_and_relative() -> None:
     assert score("numeric", ctx("about 100.4"), value=100).score == 0.0
     assert score("numeric", ctx("about 101"), value=100, tolerance=0.02, relative=True).score == 1.0
     assert score("numeric", ctx("about 103"), value=100, tolerance=0.02, relative=True).score == 0.0
+
+
+def test_numeric_default_tolerance_is_tiny_and_absolute() -> None:
+    assert score("numeric", ctx("The answer is 100.5"), value=100).score == 0.0  # 0.5% off
+    assert score("numeric", ctx("The answer is 100.0000001"), value=100).score == 1.0
+    assert score("numeric", ctx("The answer is 0.3"), value=0.1 + 0.2).score == 1.0
+    # Relative tolerance scales with the expected value; absolute does not.
+    assert score("numeric", ctx("2000"), value=1000, tolerance=1, relative=True).score == 1.0
+    assert score("numeric", ctx("2001"), value=1000, tolerance=1, relative=True).score == 0.0
+    assert score("numeric", ctx("1001"), value=1000, tolerance=1).score == 1.0
+    assert score("numeric", ctx("1002"), value=1000, tolerance=1).score == 0.0
+    with pytest.raises(BenchError, match="tolerance must not be negative"):
+        score("numeric", ctx("1"), value=1, tolerance=-1)
+    with pytest.raises(BenchError, match="value must be a number"):
+        score("numeric", ctx("1"), value="1")

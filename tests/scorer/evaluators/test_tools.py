@@ -98,3 +98,34 @@ def test_call_count_and_forbidden() -> None:
         score("call_count", c)
     assert score("forbidden_tools", c, names=["z"]).score == 1.0
     assert score("forbidden_tools", c, names=["b", "z"]).score == 0.0
+
+
+def test_a_missing_argument_is_never_counted_as_present() -> None:
+    c = ctx(calls=[[call("get_weather", {"city": "Paris"})]])
+    for spec in ({"any": True}, "celsius", {"exact": "c"}, {"contains": "c"}, {"regex": "."}, {"path": "c"}):
+        s = score("tool_args", c, name="get_weather", args={"city": "Paris", "unit": spec})
+        assert s.score == 0.5 and s.detail == "unit: missing", spec
+    # Only a one_of that lists null accepts an absent argument.
+    assert score("tool_args", c, name="get_weather", args={"unit": {"one_of": [None, "c"]}}).score == 1.0
+    assert score("tool_args", c, name="get_weather", args={"unit": {"one_of": ["c"]}}).score == 0.0
+    # An argument given as null is present (its value is None), not missing.
+    nulled = ctx(calls=[[call("get_weather", {"city": "Paris", "unit": None})]])
+    assert score("tool_args", nulled, name="get_weather", args={"unit": {"any": True}}).score == 1.0
+
+
+@pytest.mark.parametrize(
+    ("got", "want", "equal"),
+    [
+        (100, 100.0, True),
+        (100, 100 + 1e-10, True),  # float noise
+        (100, 100.5, False),  # within 1%: a different number
+        (100, 101, False),
+        (0.1 + 0.2, 0.3, True),
+        (0, 1e-13, True),
+        (0, 1e-6, False),
+        (-5, 5, False),
+    ],
+)
+def test_numbers_are_equal_only_up_to_float_noise(got: float, want: float, equal: bool) -> None:
+    assert match_value(True, got, want)[0] is equal
+    assert match_value(True, {"x": [got]}, {"x": [want]})[0] is equal

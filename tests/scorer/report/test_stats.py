@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
+import numpy as np
 import pytest
 
 from scorer.report.stats import mcnemar_exact, paired_bootstrap, pass_at_k, pass_hat_k, percentiles, wilson
@@ -70,12 +74,98 @@ def test_percentiles_interpolate_linearly() -> None:
     assert percentiles([], [50]) == [None]
 
 
-def test_paired_bootstrap_brackets_the_mean_and_is_reproducible() -> None:
+def test_paired_bootstrap_is_reproducible_and_degenerate_cases() -> None:
     before = [1.0] * 20
     after = [1.0] * 15 + [0.0] * 5
     mean, low, high = paired_bootstrap(before, after, seed=3)
     assert mean == pytest.approx(-0.25)
-    assert low < mean < high <= 0.0
     assert paired_bootstrap(before, after, seed=3) == (mean, low, high)
+    assert paired_bootstrap(before, after, seed=4) != (mean, low, high)
     assert paired_bootstrap([1.0], [0.0]) == (-1.0, -1.0, -1.0)
     assert paired_bootstrap([1.0] * 5, [1.0] * 5) == (0.0, 0.0, 0.0)
+    assert paired_bootstrap([], []) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_bootstrap([1.0], [1.0, 0.0])
+
+
+@pytest.mark.parametrize("level", [0.95, 0.9, 0.99])
+def test_paired_bootstrap_interval_is_scipys_percentile_interval(level: float) -> None:
+    """Against scipy.stats.bootstrap (percentile method, resampling pairs) on the same differences: a 95% interval
+    that were really 90% would be about 16% narrower, far outside the resampling noise allowed here."""
+    from scipy.stats import bootstrap
+
+    rng = np.random.default_rng(11)
+    before = rng.integers(0, 2, size=300).astype(float)
+    after = np.where(rng.random(300) < 0.8, before, 1 - before)
+    after[:30] = 1.0
+    mean, low, high = paired_bootstrap(list(before), list(after), resamples=20_000, seed=5, level=level)
+    ref = bootstrap(
+        (after - before,), np.mean, confidence_level=level, n_resamples=20_000, method="percentile", random_state=9
+    ).confidence_interval
+    assert mean == pytest.approx(float((after - before).mean()))
+    width = ref.high - ref.low
+    assert low == pytest.approx(ref.low, abs=0.03 * width) and high == pytest.approx(ref.high, abs=0.03 * width)
+    assert low < mean < high
+    if level == 0.95:  # the default is 95%
+        assert paired_bootstrap(list(before), list(after), resamples=20_000, seed=5) == (mean, low, high)
+
+
+def test_pass_at_k_at_the_edges_against_counting_every_draw() -> None:
+    """pass@k and pass^k by enumerating every k-subset of n samples (c of them passing), for all small n, c, k."""
+    for n in range(1, 8):
+        for c in range(n + 1):
+            samples = [True] * c + [False] * (n - c)
+            for k in range(1, n + 1):
+                draws = list(itertools.combinations(samples, k))
+                assert pass_at_k(n, c, k) == pytest.approx(sum(any(d) for d in draws) / len(draws)), (n, c, k)
+                assert pass_hat_k(n, c, k) == pytest.approx(sum(all(d) for d in draws) / len(draws)), (n, c, k)
+    # n - c = k: one draw of the k failures fails: 1 - 1/C(5,3).
+    assert pass_at_k(5, 2, 3) == pytest.approx(0.9)
+    for bad in ((3, 4, 1), (3, -1, 1), (3, 1, 0)):
+        with pytest.raises(ValueError):
+            pass_at_k(*bad)
+        with pytest.raises(ValueError):
+            pass_hat_k(*bad)
+
+
+@pytest.mark.parametrize(("passed", "n"), [(0, 1), (1, 1), (0, 10), (10, 10), (1, 10), (9, 10), (37, 120), (0, 1000)])
+def test_wilson_against_scipy(passed: int, n: int) -> None:
+    from scipy.stats import binomtest
+
+    ref = binomtest(passed, n).proportion_ci(confidence_level=0.95, method="wilson")
+    low, high = wilson(passed, n)
+    assert low == pytest.approx(ref.low, abs=1e-9) and high == pytest.approx(ref.high, abs=1e-9)
+    z99 = 2.5758293035489004
+    ref99 = binomtest(passed, n).proportion_ci(confidence_level=0.99, method="wilson")
+    assert wilson(passed, n, z99) == pytest.approx((ref99.low, ref99.high), abs=1e-9)
+
+
+def test_mcnemar_against_the_binomial_sum() -> None:
+    # Two-sided: twice the smaller tail of Bin(d, 1/2), capped at 1, for every split of up to 30 discordant pairs.
+    for d in range(1, 31):
+        for r in range(d + 1):
+            tail = sum(math.comb(d, i) for i in range(min(r, d - r) + 1)) / 2**d
+            assert mcnemar_exact(r, d - r) == pytest.approx(min(1.0, 2 * tail)), (r, d)
+
+
+def test_paired_bootstrap_batches_change_nothing_and_two_pairs_are_resampled() -> None:
+    """Batching (which bounds memory for many pairs) draws the same indices as one big draw would."""
+    rng = np.random.default_rng(2)
+    before = rng.random(4100)
+    after = before + rng.normal(0.1, 1.0, 4100)
+    diffs = after - before
+    mean, low, high = paired_bootstrap(list(before), list(after), resamples=1000, seed=8)
+    assert mean == pytest.approx(float(diffs.mean()))
+    means = diffs[np.random.default_rng(8).integers(0, 4100, size=(1000, 4100))].mean(axis=1)
+    assert (low, high) == tuple(float(v) for v in np.percentile(means, [2.5, 97.5]))
+    # Two pairs are enough to resample: the means are 0, 0.5 or 1.
+    assert paired_bootstrap([0.0, 1.0], [1.0, 1.0]) == (0.5, 0.0, 1.0)
+
+
+def test_statistics_errors_name_the_values() -> None:
+    with pytest.raises(ValueError, match=r"^passed=3 outside 0\.\.2$"):
+        wilson(3, 2)
+    with pytest.raises(ValueError, match=r"^need 0 <= c <= n and 1 <= k <= n, got n=3 c=1 k=4$"):
+        pass_at_k(3, 1, 4)
+    with pytest.raises(ValueError, match=r"^paired samples differ in length$"):
+        paired_bootstrap([1.0], [])

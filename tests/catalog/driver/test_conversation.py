@@ -1,0 +1,196 @@
+"""One job's conversation: the request body (seed per epoch, max_tokens floor), retries against a real server,
+and the tool loop's stopping rules."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bench.parse import ParsedExchange, ToolCall
+from bench.serving import listen
+from bench.testspec import Limits
+from bench.testspec import TestSpec as Spec
+from catalog.driver import conversation
+from catalog.driver.config import RecordConfig
+from catalog.driver.conversation import (
+    NO_RUNNER,
+    Job,
+    Sender,
+    assistant_message,
+    call_id,
+    request_body,
+    run_job,
+    send_with_retries,
+    should_continue,
+)
+
+TOOLS = ({"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}},)
+
+
+ONE_TURN = Limits()
+
+
+def make_spec(params: dict[str, Any] | None = None, limits: Limits = ONE_TURN, tools: tuple[Any, ...] = ()) -> Spec:
+    messages = ({"role": "user", "content": "hi"},)
+    return Spec("s.t", "s", "c", "sc", "d", messages, tools=tools, params=params or {}, limits=limits)
+
+
+def test_each_epoch_sends_its_own_seed() -> None:
+    cfg = RecordConfig(seed=7, temperature=0.5)
+    bodies = [
+        request_body(Job(make_spec(), "m", epoch), [{"role": "user", "content": "hi"}], cfg) for epoch in (0, 1, 2)
+    ]
+    assert [b["seed"] for b in bodies] == [7, 8, 9]
+    assert {b["temperature"] for b in bodies} == {0.5} and {b["model"] for b in bodies} == {"m"}
+    unseeded = request_body(Job(make_spec(), "m", 3), [], RecordConfig())
+    assert "seed" not in unseeded and "temperature" not in unseeded
+
+
+@pytest.mark.parametrize(
+    ("params", "floor", "key", "want"),
+    [
+        ({}, 1024, "max_tokens", 1024),  # the floor when the test says nothing
+        ({"max_tokens": 64}, 1024, "max_tokens", 1024),  # a test's lower max_tokens cannot go under the floor
+        ({"max_tokens": 4096}, 1024, "max_tokens", 4096),  # a higher one raises it
+        ({"max_completion_tokens": 2048}, 1024, "max_completion_tokens", 2048),  # the newer name is kept
+        ({"max_completion_tokens": 8}, 1024, "max_completion_tokens", 1024),
+        ({"max_tokens": 64}, None, "max_tokens", 64),  # no floor
+        ({}, None, "max_tokens", None),  # nothing at all: not sent
+    ],
+)
+def test_max_tokens_floor(params: dict[str, Any], floor: int | None, key: str, want: int | None) -> None:
+    body = request_body(Job(make_spec(params), "m", 0), [], RecordConfig(max_tokens_default=floor))
+    assert body.get(key) == want
+    other = "max_tokens" if key == "max_completion_tokens" else "max_completion_tokens"
+    assert other not in body
+
+
+def test_body_carries_tools_params_and_stream_options() -> None:
+    body = request_body(Job(make_spec({"stop": ["x"]}, tools=TOOLS), "m", 0), [{"role": "user"}], RecordConfig())
+    assert body["tools"] == list(TOOLS) and body["stop"] == ["x"] and body["messages"] == [{"role": "user"}]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    plain = request_body(Job(make_spec(), "m", 0), [], RecordConfig(stream=False))
+    assert "stream" not in plain and "stream_options" not in plain and "tools" not in plain
+
+
+def parsed_with(calls: int) -> ParsedExchange:
+    return ParsedExchange(tool_calls=[ToolCall(i, name="now", arguments="{}") for i in range(calls)])
+
+
+def test_should_continue_follows_turn_and_call_limits() -> None:
+    multi = make_spec(limits=Limits(max_turns=3, max_calls=4))
+    assert should_continue(multi, parsed_with(1), 0, 0)
+    assert not should_continue(multi, parsed_with(0), 0, 0)  # an answer without calls ends it
+    assert not should_continue(multi, parsed_with(1), 2, 0)  # turn 3 of 3 was the last
+    assert should_continue(multi, parsed_with(1), 1, 2)
+    assert not should_continue(multi, parsed_with(2), 1, 2)  # 4 calls reached
+    assert not should_continue(make_spec(), parsed_with(1), 0, 0)  # single-turn
+    unlimited = make_spec(limits=Limits(max_turns=5, max_calls=0))
+    assert should_continue(unlimited, parsed_with(3), 0, 100)
+
+
+def test_assistant_message_replays_the_calls_with_stable_ids() -> None:
+    parsed = ParsedExchange(
+        content="", tool_calls=[ToolCall(0, id="call_x", name="a", arguments='{"k":1}'), ToolCall(1, name="b")]
+    )
+    msg = assistant_message(parsed, 2)
+    assert msg == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_x", "type": "function", "function": {"name": "a", "arguments": '{"k":1}'}},
+            {"id": "call_t2_1", "type": "function", "function": {"name": "b", "arguments": ""}},
+        ],
+    }
+    assert assistant_message(ParsedExchange(content="hi"), 0) == {"role": "assistant", "content": "hi"}
+    assert call_id(ToolCall(3), 4) == "call_t4_3"
+
+
+class Server:
+    """A real chat endpoint that answers from a script: a status and headers per attempt, then the answer."""
+
+    def __init__(self, script: list[tuple[int, dict[str, str]]], answers: list[dict[str, Any]]) -> None:
+        self.script = script
+        self.answers = answers
+        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.requests.append((dict(request.headers), await request.json()))
+        if self.script:
+            status, headers = self.script.pop(0)
+            error = {"error": {"message": f"status {status}"}}
+            return web.json_response(error, status=status, headers=headers)
+        message = self.answers.pop(0) if self.answers else {"role": "assistant", "content": "done"}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        return web.json_response({"model": "m", "choices": [choice], "usage": {"completion_tokens": 1}})
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[Server, str]]:
+    server = Server([], [])
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", server.handle)
+    runner, _site, url = await listen(app, "127.0.0.1", 0)
+    yield server, url + "/v1"  # the API base: the driver adds chat/completions
+    await runner.cleanup()
+
+
+async def sender_for(url: str, session: aiohttp.ClientSession, **cfg: Any) -> Sender:
+    config = RecordConfig(stream=False, backoff_base=1.0, backoff_max=8.0, **cfg)
+    return Sender(session, url, "run-1", config, auth="sk-x", rng=random.Random(0))
+
+
+async def test_retries_wait_as_the_server_asks_and_stop_at_max_retries(
+    served: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, url = served
+    waits: list[float] = []
+
+    async def no_sleep(delay: float) -> None:
+        waits.append(delay)
+
+    monkeypatch.setattr(conversation.asyncio, "sleep", no_sleep)
+    server.script = [(429, {"retry-after-ms": "20000"}), (503, {}), (400, {})]
+    async with aiohttp.ClientSession() as session:
+        sender = await sender_for(url, session, max_retries=5)
+        result, attempts = await send_with_retries(sender, Job(make_spec(), "m", 1), 0, [{"role": "user"}])
+        assert (result.kind, result.status, attempts) == ("http_error", 400, 3)  # a 400 is final
+        assert waits[0] == 20.0 and 1.0 <= waits[1] <= 2.0 and len(waits) == 2
+        sent = [h for h, _ in server.requests]
+        assert [h["X-Bench-Attempt"] for h in sent] == ["1", "2", "3"]
+        assert {h["X-Bench-Epoch"] for h in sent} == {"1"} and {h["Authorization"] for h in sent} == {"Bearer sk-x"}
+        assert len({json.dumps(b, sort_keys=True) for _, b in server.requests}) == 1  # the same body each time
+
+        server.requests.clear()
+        server.script = [(500, {})] * 5
+        sender = await sender_for(url, session, max_retries=2)
+        result, attempts = await send_with_retries(sender, Job(make_spec(), "m", 0), 0, [])
+        assert (result.status, attempts, len(server.requests)) == (500, 3, 3)  # 1 + max_retries
+
+
+async def test_tool_loop_without_a_workspace_answers_no_runner(served: tuple[Server, str]) -> None:
+    server, url = served
+    call = {"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}}
+    server.answers = [{"role": "assistant", "content": None, "tool_calls": [call]}] * 5
+    test = make_spec(limits=Limits(max_turns=3), tools=TOOLS)
+    async with aiohttp.ClientSession() as session:
+        result = await run_job(await sender_for(url, session), Job(test, "m", 0))
+    assert (result.ok, result.requests, result.retries, result.turns) == (True, 3, 0, 3)
+    last = server.requests[-1][1]["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert last[2] == {"role": "tool", "tool_call_id": "c1", "content": NO_RUNNER}
+    assert [h["X-Bench-Turn"] for h, _ in server.requests] == ["0", "1", "2"]
+
+
+async def test_a_failed_turn_ends_the_job_with_its_error(served: tuple[Server, str]) -> None:
+    server, url = served
+    server.script = [(404, {})]
+    async with aiohttp.ClientSession() as session:
+        result = await run_job(await sender_for(url, session, max_retries=3), Job(make_spec(), "m", 0))
+    assert (result.ok, result.requests, result.turns) == (False, 1, 1) and result.error == "status 404"
