@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,10 +119,11 @@ def _preexec(limits: Limits, user: tuple[int, int] | None, nproc: int) -> Callab
 
 
 def _nproc_limit(limits: Limits, user: tuple[int, int] | None) -> int:
-    # RLIMIT_NPROC counts every process of the real user, so a non-root user's limit sits above what it runs now.
-    if user is not None:
-        return limits.processes
-    return _user_process_count(os.getuid()) + limits.processes
+    # RLIMIT_NPROC counts every process of the real user, so the limit sits above what that user runs now: for the
+    # sandbox user too, since other sandboxes (rescore --jobs N, several rescores at once) run as the same user, and
+    # a limit at `limits.processes` alone made their programs' exec fail with EAGAIN under load.
+    uid = user[0] if user is not None else os.getuid()
+    return _user_process_count(uid) + limits.processes
 
 
 @functools.cache
@@ -184,6 +186,10 @@ def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net:
     )
 
 
+# Waits (seconds) before each new try of a program that could not start for want of processes.
+SPAWN_RETRIES = (0.05, 0.2, 0.5, 1.0, 2.0)
+
+
 class Sandbox:
     """A temporary directory (owned by the sandbox user) in which programs run under limits."""
 
@@ -202,6 +208,14 @@ class Sandbox:
         limits = limits or Limits()
         _slots.acquire()
         try:
+            for delay in SPAWN_RETRIES:
+                try:
+                    return _spawn(argv, self.dir, stdin.encode(), limits, net=network_isolation())
+                except BlockingIOError:
+                    # EAGAIN: the machine (or the sandbox user) is at its process limit for a moment, because of
+                    # other sandboxes' programs; a program that could not start has not run, so running it again
+                    # is safe. Past the last retry the error goes up.
+                    time.sleep(delay)
             return _spawn(argv, self.dir, stdin.encode(), limits, net=network_isolation())
         finally:
             _slots.release()

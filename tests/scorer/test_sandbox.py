@@ -99,3 +99,28 @@ def test_missing_compiler_is_skipped_not_zero(monkeypatch: pytest.MonkeyPatch) -
 def test_missing_interpreter_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "python_interpreter", lambda: None)
     assert score("python_output", ctx("print(1)"), expected_stdout="1").status == "skipped"
+
+
+@pytest.mark.skipif(sandbox._nobody() is None, reason="programs run as the sandbox user only when bench runs as root")
+def test_other_sandboxes_processes_do_not_stop_a_program_from_starting() -> None:
+    # Other sandboxes (rescore --jobs N) run as the same user: with the process limit at `processes` alone, a user
+    # already running that many made every new program's exec fail with EAGAIN (a traceback out of rescore).
+    import os
+    import subprocess
+
+    uid, gid = sandbox._nobody()  # type: ignore[misc]
+
+    def as_sandbox_user() -> None:
+        os.setgid(gid)
+        os.setuid(uid)
+
+    sleepers = [
+        subprocess.Popen(["sleep", "60"], preexec_fn=as_sandbox_user) for _ in range(sandbox.Limits().processes)
+    ]
+    try:
+        result = sandbox.run_python("print('ran')", "", 5)
+        assert result is not None and result.ok and result.stdout == "ran\n"
+    finally:
+        for p in sleepers:
+            p.kill()
+            p.wait()
