@@ -115,7 +115,7 @@ def test_other_sandboxes_processes_do_not_stop_a_program_from_starting() -> None
         os.setuid(uid)
 
     sleepers = [
-        subprocess.Popen(["sleep", "60"], preexec_fn=as_sandbox_user) for _ in range(sandbox.Limits().processes)
+        subprocess.Popen(["sleep", "60"], preexec_fn=as_sandbox_user) for _ in range(2 * sandbox.Limits().processes + 8)
     ]
     try:
         result = sandbox.run_python("print('ran')", "", 5)
