@@ -20,8 +20,13 @@ import zstandard
 from bench.cassette.format import ZSTD_MAGIC
 from bench.storage import is_url, open_read
 
-# Compressed bytes fed per call: bounds the output one call allocates (a 128 KiB piece of a 30x file is ~4 MiB).
+# Compressed bytes fed per call adapt to the ratio seen so far, so that one call's output stays near OUT_TARGET: a
+# fixed piece let a highly repetitive cassette (synthetic or templated traffic compresses 1000x and more) allocate
+# hundreds of MiB in one call. A zstd block decodes to at most 128 KiB from as little as 4 bytes (a run), so
+# MIN_PIECE bytes decode to at most ~2 MiB; a call starts there and the piece doubles while the output stays small.
 PIECE = 1 << 17
+MIN_PIECE = 1 << 6
+OUT_TARGET = 1 << 21
 # After damage, the damaged frame is decoded again this many compressed bytes at a time.
 SALVAGE_STEP = 512
 
@@ -86,11 +91,17 @@ def walk(buf: mmap.mmap | bytes) -> Iterator[Event]:
         dobj = dctx.decompressobj()
         fed = pos
         given = 0  # decompressed bytes of this frame yielded so far
+        size = MIN_PIECE
         try:
             while not dobj.eof and fed < n:
-                piece = buf[fed : fed + PIECE]
+                piece = buf[fed : fed + size]
                 fed += len(piece)
                 out = dobj.decompress(piece)
+                # Doubling, not a jump to the ratio's size: the first pieces' ratio says little about the next ones.
+                if len(out) > OUT_TARGET:
+                    size = max(MIN_PIECE, size // 2)
+                elif len(out) < OUT_TARGET // 4:
+                    size = min(PIECE, size * 2)
                 if out:
                     given += len(out)
                     yield Data(frame, out)

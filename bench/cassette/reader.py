@@ -11,6 +11,7 @@ every tool prints about a file that was not read whole.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -141,7 +142,8 @@ class CassetteReader:
     def _iter_v1(self) -> Iterator[Record]:
         """v1: one msgpack stream across the file's frames, no checksums; damage ends the reading."""
         unpacker = self._unpacker
-        events: Iterator[frames.Event] = iter([frames.Data(0, b""), *self._pending, *self._events])
+        # chain, not a list: the rest of the file is decoded as it is read, never held whole
+        events: Iterator[frames.Event] = itertools.chain([frames.Data(0, b""), *self._pending], self._events)
         for event in events:
             if isinstance(event, frames.Skipped):
                 self._skipped(event)
@@ -166,7 +168,7 @@ class CassetteReader:
 
     def _iter_v2(self) -> Iterator[Record]:
         unframer = Unframer()
-        events: Iterator[frames.Event] = iter([*self._pending, *self._events])
+        events: Iterator[frames.Event] = itertools.chain(self._pending, self._events)
         header_frame = not self._damage
         for event in events:
             if header_frame:

@@ -114,3 +114,30 @@ def test_an_end_record_of_other_types_is_a_malformed_record(tmp_path: Path) -> N
     assert [r["id"] for r in reader] == ["x0"]
     assert reader.end is None and reader.damaged
     assert reader.problem is not None and "1 malformed record(s) skipped" in reader.problem
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_reading_a_highly_repetitive_cassette_holds_little_memory(tmp_path: Path, version: int) -> None:
+    # 40 MiB of records that compress thousands of times: the reader used to decode the whole file into a list before
+    # yielding its first record, and one call could decode a whole frame (templated traffic peaked at GiBs in
+    # `bench view`); now the file is decoded as it is read, a piece that adapts to the ratio at a time.
+    import tracemalloc
+
+    path = tmp_path / "repetitive.cassette"
+    if version == 1:
+        write_v1(path, v1_header(id="r1"), [padded(i, MIB) for i in range(40)], end=None)
+    else:
+        with CassetteWriter(path) as w:
+            for i in range(40):
+                record = padded(i, MIB)
+                del record["kind"]
+                w.put(record)
+    assert path.stat().st_size < MIB
+    tracemalloc.start()
+    try:
+        seen = sum(1 for _ in CassetteReader(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert seen == 40
+    assert peak < 20 * MIB, f"peak {peak / MIB:.0f} MiB"
