@@ -1,0 +1,137 @@
+"""Rescore throughput beyond the process pool: Dask LocalClusters and cassettes on S3, side by side in one run.
+
+Builds a folder of `--copies` copies of the shipped SmolLM2 recording (180 real exchanges each, scored with the
+built-in catalog), then, in interleaved rounds, times `scorer.pipeline.rescore` over it: in-process (1 job), the
+process pool (2 jobs), a LocalCluster of 1 and of 2 worker processes (started once, before the rounds: what is
+timed is a run on a warm cluster), and in-process again from `s3://` on moto's S3 server on 127.0.0.1. Prints the
+median exchanges/s of each, the scaling efficiency of 2 workers over 1, S3 over local disk, and the upload time
+per GB (storage.upload: put, then read back for the sha256). The machine's cores bound what 2 workers can show.
+
+    .venv/bin/python benchmarks/scale.py [--copies 8] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import storage  # noqa: E402
+from bench.testspec import load_catalog  # noqa: E402
+from scorer import distributed as dist  # noqa: E402
+from scorer.pipeline import Options, plan_units, rescore  # noqa: E402
+
+SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
+EXCHANGES_EACH = 180
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--copies", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+
+    import dask
+    import distributed
+    import fsspec.config
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
+    catalog = load_catalog(None)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    folder = tmp / "runs"
+    folder.mkdir()
+    for i in range(args.copies):
+        shutil.copy(SHIPPED, folder / f"c{i:03d}.cassette")
+    exchanges = EXCHANGES_EACH * args.copies
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    fsspec.config.conf["s3"] = {"endpoint_url": f"http://127.0.0.1:{port}"}
+    fs = fsspec.filesystem("s3")
+    fs.mkdir("bench-scale")
+    spool = tmp / "spool"
+    spool.mkdir()
+    upload_s = 0.0
+    uploaded = 0
+    for path in sorted(folder.glob("*.cassette")):
+        copy = spool / path.name
+        shutil.copy(path, copy)
+        uploaded += copy.stat().st_size
+        t = time.perf_counter()
+        storage.upload(copy, "s3://bench-scale/runs")
+        upload_s += time.perf_counter() - t
+
+    clusters = {}
+    with dask.config.set({"distributed.scheduler.allowed-failures": dist.ALLOWED_FAILURES}):
+        for n in (1, 2):
+            cluster = distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+            )
+            clusters[n] = (cluster, distributed.Client(cluster))
+
+    def on_dask(n: int) -> Callable[[], object]:
+        client = clusters[n][1]
+
+        def run() -> object:
+            files = sorted(folder.glob("*.cassette"))
+            units = dist.resolve_local(plan_units(files, dist.workers_of(client)))
+            return dist.run_units(client, units, catalog, Options(base=folder.resolve()))
+
+        return run
+
+    configs: dict[str, Callable[[], object]] = {
+        "in-process, 1 job": lambda: rescore([folder], catalog=catalog, jobs=1),
+        "process pool, 2 jobs": lambda: rescore([folder], catalog=catalog, jobs=2),
+        "LocalCluster, 1 worker": on_dask(1),
+        "LocalCluster, 2 workers": on_dask(2),
+        "s3:// (moto), 1 job": lambda: rescore(["s3://bench-scale/runs"], catalog=catalog, jobs=1),
+    }
+    times: dict[str, list[float]] = {k: [] for k in configs}
+    try:
+        for _ in range(args.rounds):
+            for name, fn in configs.items():
+                t = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t)
+    finally:
+        for cluster, client in clusters.values():
+            client.close()
+            cluster.close()
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    rate = {k: exchanges / statistics.median(v) for k, v in times.items()}
+    print(f"{exchanges} exchanges ({args.copies} cassettes), median of {args.rounds} interleaved rounds, "
+          f"{os.cpu_count()} cores (shared)")  # fmt: skip
+    for name, r in rate.items():
+        print(f"  {name:26s} {r:8.0f} exchanges/s   ({r / rate['in-process, 1 job']:.2f}x in-process)")
+    eff = rate["LocalCluster, 2 workers"] / (2 * rate["LocalCluster, 1 worker"])
+    print(f"  scaling efficiency, 2 workers over 1: {eff:.0%}")
+    print(f"  s3:// over local disk (1 job): {rate['s3:// (moto), 1 job'] / rate['in-process, 1 job']:.2f}x")
+    print(f"  upload (put + sha256 read-back) to moto: {upload_s / (uploaded / 2**30):.1f} s per GiB "
+          f"({uploaded / 2**20:.1f} MiB in {args.copies} files)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
