@@ -265,7 +265,7 @@ def test_har_export_is_valid_har_1_2(cassette: Path, tmp_path: Path) -> None:
     miss = {**stream_record(4), "timing": {"end": 120}, "query": "a=1&b=", "upstream": {}}
     miss["request"] = {**miss["request"], "query": "a=1&b="}
     path = tmp_path / "d" / "b.cassette"
-    with CassetteWriter(path, settings={"mode": "replay"}) as writer:
+    with CassetteWriter(path, settings=Settings(mode="replay")) as writer:
         writer.put(stream_record(1))
         writer.put(miss)
     for source in (cassette, path):
