@@ -8,7 +8,7 @@ reported as a bad event.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -52,36 +52,49 @@ class Chunk(msgspec.Struct, gc=False):
     error: Any = None
 
 
-_MANY = msgspec.json.Decoder(list[Chunk])
-_ONE = msgspec.json.Decoder(Chunk)
+T = TypeVar("T")
 
 
-def decode_chunks(datas: list[bytes]) -> list[Chunk | None]:
-    """Every event's chunk (None where it is not one), in one decoder call for the whole stream when it can.
+def decode_each(
+    datas: list[bytes], many: msgspec.json.Decoder[list[T]], one: msgspec.json.Decoder[T]
+) -> list[T | None]:
+    """Every event's struct (None where it is not one), in one decoder call for the whole stream when it can.
 
-    Joined as one array, a stream of N valid chunks decodes to exactly N elements; any bad event makes the array
+    Joined as one array, a stream of N valid events decodes to exactly N elements; any bad event makes the array
     fail to decode or changes the count, and then each event is decoded alone so that only the bad ones are lost.
     """
     if not datas:
         return []
     try:
-        chunks: list[Chunk | None] = list(_MANY.decode(b"[" + b",".join(datas) + b"]"))
-        if len(chunks) == len(datas):
-            return chunks
+        decoded: list[T | None] = list(many.decode(b"[" + b",".join(datas) + b"]"))
+        if len(decoded) == len(datas):
+            return decoded
     except (msgspec.DecodeError, msgspec.ValidationError):
         pass
-    return [decode_chunk(d) for d in datas]
+    return [decode_one(d, one) for d in datas]
 
 
-def decode_chunk(data: bytes) -> Chunk | None:
+def decode_one(data: bytes, one: msgspec.json.Decoder[T]) -> T | None:
     try:
-        return _ONE.decode(data)
+        return one.decode(data)
     except msgspec.ValidationError:
         return None
     except msgspec.DecodeError:
         pass
     try:
         # Invalid UTF-8 inside a string value: read it as a client would, with replacement characters.
-        return _ONE.decode(data.decode("utf-8", "replace").encode())
+        return one.decode(data.decode("utf-8", "replace").encode())
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+
+
+_MANY = msgspec.json.Decoder(list[Chunk])
+_ONE = msgspec.json.Decoder(Chunk)
+
+
+def decode_chunks(datas: list[bytes]) -> list[Chunk | None]:
+    return decode_each(datas, _MANY, _ONE)
+
+
+def decode_chunk(data: bytes) -> Chunk | None:
+    return decode_one(data, _ONE)

@@ -122,6 +122,18 @@ class ParsedExchange:
     def output_tokens_from_usage(self) -> int | None:
         return usage_tokens(self.usage).output
 
+    def settle_whole_body(self, max_tokens: int | None) -> None:
+        """Output tokens of a non-streamed answer from its usage, and the test's token budget applied to it: a whole
+        body has no per-token boundary, so past the budget the proportional prefix of the text is kept."""
+        output = self.output_tokens_from_usage()
+        if output is not None:
+            self.timing.output_tokens, self.timing.tokens_source = output, "usage"
+        if max_tokens is not None and output is not None and output > max_tokens:
+            keep = int(len(self.content) * max_tokens / output)
+            self.content = self.content[:keep]
+            self.finish_reason = "length"
+            self.findings.append("budget_max_tokens")
+
     @property
     def ok(self) -> bool:
         return self.outcome == "complete" and self.status is not None and self.status < 400
@@ -457,12 +469,4 @@ def _parse_body(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int]
             finish_calls(p, calls)
     elif "choices" in doc and p.status is not None and p.status < 400:
         p.findings.append("empty_choices")
-    completion = p.output_tokens_from_usage()
-    if completion is not None:
-        p.timing.output_tokens, p.timing.tokens_source = completion, "usage"
-    if max_tokens is not None and completion is not None and completion > max_tokens:
-        # A non-streamed body has no per-token boundary: keep the proportional prefix of the text.
-        keep = int(len(p.content) * max_tokens / completion)
-        p.content = p.content[:keep]
-        p.finish_reason = "length"
-        p.findings.append("budget_max_tokens")
+    p.settle_whole_body(max_tokens)

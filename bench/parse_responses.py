@@ -279,11 +279,4 @@ def parse_response_body(
     p.finish_reason = finish_reason(response, None, bool(p.tool_calls))
     if answer.empty() and p.status is not None and p.status < 400 and p.error is None:
         p.findings.append("empty_output")
-    output = p.output_tokens_from_usage()
-    if output is not None:
-        p.timing.output_tokens, p.timing.tokens_source = output, "usage"
-    if max_tokens is not None and output is not None and output > max_tokens:
-        keep = int(len(p.content) * max_tokens / output)
-        p.content = p.content[:keep]
-        p.finish_reason = "length"
-        p.findings.append("budget_max_tokens")
+    p.settle_whole_body(max_tokens)

@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 
+from bench.chunks import decode_each, decode_one
+
 
 class Part(msgspec.Struct, gc=False):
     """A content part of a message item (`output_text`, `refusal`) or a reasoning item's summary/content part."""
@@ -65,28 +67,11 @@ _PARTS = msgspec.convert
 
 def decode_events(datas: list[bytes]) -> list[Event | None]:
     """Every event (None where it is not one), in one decoder call when the whole stream is valid."""
-    if not datas:
-        return []
-    try:
-        events: list[Event | None] = list(_MANY.decode(b"[" + b",".join(datas) + b"]"))
-        if len(events) == len(datas):
-            return events
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        pass
-    return [decode_event(d) for d in datas]
+    return decode_each(datas, _MANY, _ONE)
 
 
 def decode_event(data: bytes) -> Event | None:
-    try:
-        return _ONE.decode(data)
-    except msgspec.ValidationError:
-        return None
-    except msgspec.DecodeError:
-        pass
-    try:
-        return _ONE.decode(data.decode("utf-8", "replace").encode())
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
+    return decode_one(data, _ONE)
 
 
 def decode_response(body: bytes) -> Response | None:
