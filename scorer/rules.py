@@ -23,13 +23,13 @@ from typing import Any
 
 import jsonschema
 import orjson
-import yaml
 
 from bench.checks import EVALUATOR_ARGS
 from bench.endpoints import RESPONSES
 from bench.errors import BenchError
 from bench.responses_request import chat_from_responses
 from bench.testspec import Check, TestSpec
+from bench.yamlfile import load_checked_yaml
 
 SUITE = "rules"
 WORKSPACE_EVALUATORS = frozenset(
@@ -78,18 +78,7 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 def load_rules(path: Path) -> tuple[Rule, ...]:
     """Load and validate a rules file; any problem is one BenchError line naming the file, the field and the fix."""
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BenchError(f"{path}: cannot read rules file: {exc.strerror}; pass an existing --rules file") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}:" if mark is not None else ""
-        raise BenchError(f"{path}:{where} {getattr(exc, 'problem', None) or 'invalid YAML'}; fix the YAML") from None
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(rules_schema()).iter_errors(data))
-    if error is not None:
-        field = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise BenchError(f"{path}: field '{field}': {error.message}; see docs/rules.md")
+    data = load_checked_yaml(path, rules_schema(), what="rules file", flag="--rules", doc="docs/rules.md")
     rules: list[Rule] = []
     seen: set[str] = set()
     for index, raw in enumerate(data["rules"]):

@@ -16,10 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import yaml
-
-from bench.errors import BenchError
+from bench.yamlfile import load_checked_yaml
 
 _PRICE = {"type": "number", "minimum": 0}
 PRICES_SCHEMA: dict[str, Any] = {
@@ -67,18 +64,7 @@ class Prices:
 
 
 def load_prices(path: Path) -> Prices:
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BenchError(f"{path}: cannot read price table: {exc.strerror}; pass an existing --prices file") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}:" if mark is not None else ""
-        raise BenchError(f"{path}:{where} {getattr(exc, 'problem', None) or 'invalid YAML'}; fix the YAML") from None
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(PRICES_SCHEMA).iter_errors(data))
-    if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise BenchError(f"{path}: field '{where}': {error.message}; see docs/report.md (Cost)")
+    data = load_checked_yaml(path, PRICES_SCHEMA, what="price table", flag="--prices", doc="docs/report.md (Cost)")
     models = {
         str(name): Price(float(p["input"]), float(p.get("cached_input", p["input"])), float(p["output"]))
         for name, p in data["models"].items()

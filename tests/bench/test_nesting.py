@@ -62,3 +62,17 @@ def test_request_bodies_nested_deep_are_fingerprinted_as_bytes() -> None:
     body = b'{"stream": true, "a": ' + b"[" * 5000 + b"]" * 5000 + b"}"
     assert fingerprint("POST", "/v1/chat/completions", "", body).startswith("fp1:")
     assert not streams(body)
+
+
+@pytest.mark.parametrize(("loader", "what"), [("rules", "rules file"), ("prices", "price table")])
+def test_a_rules_file_or_price_table_nested_5000_deep_is_one_line(tmp_path: Path, loader: str, what: str) -> None:
+    from bench.errors import BenchError
+    from scorer.report.cost import load_prices
+    from scorer.rules import load_rules
+
+    path = tmp_path / "deep.yaml"
+    path.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n", encoding="utf-8")
+    with pytest.raises(BenchError) as caught:
+        (load_rules if loader == "rules" else load_prices)(path)
+    message = str(caught.value)
+    assert "\n" not in message and f"a {what} never needs that" in message and str(path) in message
