@@ -85,6 +85,12 @@ def upstream() -> Iterator[Upstream]:
         yield up
 
 
+@pytest.fixture(autouse=True)
+def project_ini(pytester: pytest.Pytester) -> None:
+    # The user's project sets the loop scope as pytest-asyncio asks, so its warning does not drown the runs' output.
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
 @pytest.fixture
 def notes(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = pytester.path / "notes.jsonl"
