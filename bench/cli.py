@@ -1,31 +1,37 @@
 """The `bench` command line.
 
-Each command lives in its own module, which exposes `register(subparsers)`; this file only knows the ordered list
-of those modules. Heavy imports (aiohttp, the scorer) happen inside each command's handler so that `bench --help`
-stays fast and the scorer's commands never pull in aiohttp.
+Each command lives in its own module named after it, which exposes `register(subparsers)`; this file only knows the
+ordered list of those modules. They are light to import: heavy imports (aiohttp, the scorer) happen inside each
+command's handler so that `bench --help` stays fast and the scorer's commands never pull in aiohttp.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Callable, Sequence
+from types import ModuleType
 
 from bench import __version__
+from bench.cassette import cassette_command
 from bench.errors import BenchError
+from bench.view import view_command
+from catalog import catalog_command, demo_command, doctor_command, record_command, sim_command
+from proxy import proxy_command
+from scorer import report_command, rescore_command
 
 # Order is the order of `bench --help`.
-COMMAND_MODULES: tuple[str, ...] = (
-    "proxy.command",
-    "bench.cassette.command",
-    "catalog.command",
-    "catalog.record_command",
-    "catalog.sim_command",
-    "catalog.demo_command",
-    "scorer.command",
-    "scorer.report_command",
-    "bench.view.command",
+COMMAND_MODULES: tuple[ModuleType, ...] = (
+    proxy_command,
+    cassette_command,
+    catalog_command,
+    record_command,
+    doctor_command,
+    sim_command,
+    demo_command,
+    rescore_command,
+    report_command,
+    view_command,
 )
 
 Handler = Callable[[argparse.Namespace], int | None]
@@ -35,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench", description="Record LLM gateway traffic once, re-score it forever.")
     parser.add_argument("--version", action="version", version=f"bench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    for module in COMMAND_MODULES:
+        module.register(subparsers)
     return parser
 
 

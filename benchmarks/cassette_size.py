@@ -34,7 +34,7 @@ import msgspec  # noqa: E402
 import zstandard  # noqa: E402
 
 from bench.cassette import CassetteReader, CassetteWriter, Redactor  # noqa: E402
-from bench.cassette.command import traffic_bytes  # noqa: E402
+from bench.cassette.cassette_command import traffic_bytes  # noqa: E402
 from bench.cassette.compact import compact, level_for  # noqa: E402
 from bench.cassette.records import Header  # noqa: E402
 from bench.cassette.writer import Packed  # noqa: E402

@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.cassette import read_cassette
 from bench.parse import parse_exchange
-from bench.testspec import load_catalog
 from catalog.driver.config import RecordConfig
-from catalog.driver.recorder import record
+from catalog.driver.record_run import record
+from catalog.model import load_catalog
 from catalog.sim import start_sim
 
 MODELS = ["oracle", "flawed-no-call", "flawed-wrong-args"]

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from bench.cassette import CassetteReader, CassetteWriter  # noqa: E402
 from bench.cassette.records import RunMeta  # noqa: E402
 from bench.parse import parse_exchange  # noqa: E402
-from bench.testspec import Catalog, Check, TestSpec  # noqa: E402
+from catalog.model import Catalog, Check, TestSpec  # noqa: E402
 from scorer.pipeline import rescore  # noqa: E402
 from scorer.synth import exchange_record  # noqa: E402
 

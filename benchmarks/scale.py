@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import storage  # noqa: E402
-from bench.testspec import load_catalog  # noqa: E402
+from catalog.model import load_catalog  # noqa: E402
 from scorer import distributed as dist  # noqa: E402
 from scorer.pipeline import Options, plan_units, rescore  # noqa: E402
 

@@ -3,7 +3,7 @@
 Starts SmolLM2-135M (llama-cpp-python, the .[local] extra) and `bench proxy` in its own process, streams N chat
 requests through it with the openai SDK, and compares per request the client's TTFT (request sent to first event
 with choices) with the recorded one, and every client-side inter-event gap with the recorded ITL. The client is
-measured at two levels on the same requests (tests/support/timing_fidelity.py): `bytes`, as serving benchmarks do
+measured at two levels on the same requests (tests/support/fidelity.py): `bytes`, as serving benchmarks do
 (raw SSE event arrival at the HTTP transport), and `sdk` (the SDK yielding the parsed chunk, which adds its own
 decoding). Goal: |client - recorded| within 1 ms at p50. Run it on a quiet machine: python benchmarks/timing_fidelity.py
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.support.fidelity import Level, measure_fidelity
 from tests.support.llm_server import llama_server
-from tests.support.timing_fidelity import Level, measure_fidelity
 
 
 def p50_p90(values: list[float]) -> str:

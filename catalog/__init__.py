@@ -1,15 +1,28 @@
-"""The test catalog (YAML suites, fixtures, schema) and the recording driver.
+"""The test catalog: its data (`data/`: YAML suites, fixtures, schema, built-in tools, configs), its model and loader
+(`catalog.model`), the recording driver (`catalog.driver`), the simulator (`catalog.sim`) and their CLI modules.
 
-This package's import must stay light: the scorer and bench.tools locate catalog data through it
-(`Path(catalog.__file__).parent`), and the scorer must never pull in aiohttp.
+Every path into the catalog's data is named here, once. This package's import must stay light: the scorer imports
+`catalog.model`, and the scorer must never pull in aiohttp.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-CATALOG_DIR = Path(__file__).resolve().parent
-SUITES_DIR = CATALOG_DIR / "suites"
-FIXTURES_DIR = CATALOG_DIR / "fixtures"
-SCHEMA_DIR = CATALOG_DIR / "schema"
-TOOLS_DIR = CATALOG_DIR / "tools"
+from bench.errors import BenchError
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+SUITES_DIR = DATA_DIR / "suites"
+FIXTURES_DIR = DATA_DIR / "fixtures"
+SCHEMA_FILE = DATA_DIR / "schema" / "test.schema.json"
+TOOLS_DIR = DATA_DIR / "tools"
+CONFIGS_DIR = DATA_DIR / "configs"
+
+
+def fixture_dir(fixture: str) -> Path:
+    """A workspace's fixture directory: an absolute path as given, else the built-in data/fixtures/<name>."""
+    candidate = Path(fixture)
+    path = candidate if candidate.is_absolute() else FIXTURES_DIR / fixture
+    if not path.is_dir():
+        raise BenchError(f"unknown fixture {fixture!r}: no directory {path}; add it under catalog/data/fixtures/")
+    return path

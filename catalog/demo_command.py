@@ -58,10 +58,10 @@ DEMO_TOKENS_PER_SECOND = 400.0
 
 
 async def _record(args: argparse.Namespace) -> tuple[Any, Path | None]:
-    from bench.testspec import load_catalog
     from catalog.driver.config import RecordConfig
     from catalog.driver.progress import make_reporter
-    from catalog.driver.recorder import record
+    from catalog.driver.record_run import record
+    from catalog.model import load_catalog
     from catalog.sim import start_sim
 
     catalog = load_catalog(None)
@@ -88,7 +88,7 @@ def _score(cassette: Path | None) -> Path | None:
     except ImportError:
         print("(the scorer is not installed: skipping scores and report)", file=sys.stderr)
         return None
-    from bench.testspec import load_catalog
+    from catalog.model import load_catalog
 
     out = cassette.with_suffix(".scores.jsonl")
     meta, results = rescore([cassette], catalog=load_catalog(None), base=cassette.parent)

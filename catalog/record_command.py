@@ -1,4 +1,4 @@
-"""`bench record` (send the catalog through the recording proxy) and `bench doctor` (probe a gateway)."""
+"""`bench record`: send the catalog through the recording proxy into a cassette (docs/record.md)."""
 
 from __future__ import annotations
 
@@ -36,15 +36,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(handler=run_record)
 
-    d = subparsers.add_parser(
-        "doctor",
-        help="probe a gateway: models list, streaming, tool calls, usage, system_fingerprint",
-        description="Probe an OpenAI-compatible gateway for what `bench record` relies on; prints a checklist.",
-    )
-    d.add_argument("--upstream", required=True, help="gateway base URL")
-    d.add_argument("--model", help="model to try (default: the first listed)")
-    d.set_defaults(handler=run_doctor)
-
 
 def _positive(name: str, value: int | None) -> None:
     if value is not None and value < 1:
@@ -52,11 +43,11 @@ def _positive(name: str, value: int | None) -> None:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from bench.testspec import load_catalog
     from catalog.driver.config import RecordConfig, build_config, check_ready, load_config_file
     from catalog.driver.progress import make_reporter
-    from catalog.driver.recorder import record
+    from catalog.driver.record_run import record
     from catalog.driver.resume import read_run
+    from catalog.model import load_catalog
 
     _positive("epochs", args.epochs)
     _positive("concurrency", args.concurrency)
@@ -103,14 +94,3 @@ def run_record(args: argparse.Namespace) -> int:
         return 130
     print(f"next: bench rescore {cfg.out} && bench report {cfg.out}")
     return 0
-
-
-def run_doctor(args: argparse.Namespace) -> int:
-    import os
-
-    from catalog.driver.config import API_KEY_ENV
-    from catalog.driver.doctor import diagnose, render
-
-    checks = asyncio.run(diagnose(args.upstream, os.environ.get(API_KEY_ENV) or None, args.model))
-    print(render(checks))
-    return 0 if all(c.ok or not c.required for c in checks) else 1

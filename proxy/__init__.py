@@ -1,6 +1,6 @@
 """`bench proxy`: an aiohttp reverse proxy for OpenAI-compatible APIs that records exchanges into cassettes.
 
-The public names load lazily so that `bench --help` and the scorer's commands (which import `proxy.command` to
+The public names load lazily so that `bench --help` and the scorer's commands (which import `proxy.proxy_command` to
 register it) never pull in aiohttp.
 """
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.errors import BenchError
-from bench.testspec import Catalog
+from catalog.model import Catalog
 
 if TYPE_CHECKING:
     from scorer.pipeline import Options, UnitOutput

@@ -11,8 +11,8 @@ from typing import Any
 
 import jsonschema
 
-from bench.testspec import Check, TestSpec
 from bench.tools import WORKSPACE_TOOLS
+from catalog.model import Check, TestSpec
 from scorer.context import EvalContext, Turn
 from scorer.registry import Score
 

@@ -31,7 +31,7 @@ from bench.cassette.records import Header
 from bench.endpoints import endpoint_of
 from bench.errors import BenchError, CassetteError
 from bench.parse import PARSER_VERSION, ParsedExchange, parse_exchange
-from bench.testspec import Catalog, TestSpec
+from catalog.model import Catalog, TestSpec
 from scorer import sandbox
 from scorer.context import Turn
 from scorer.recognise import Recogniser
@@ -39,7 +39,7 @@ from scorer.registry import evaluator_versions
 from scorer.results import Budgets, CassetteInfo, Meta, Result, Verdict
 from scorer.rules import Rule, as_chat, rule_spec
 from scorer.scoring import conversation_result, request_settings, score_conversation, slim, to_int
-from scorer.traffic import traffic_entry, traffic_key
+from scorer.traffic_lines import traffic_entry, traffic_key
 
 # Bumped when grouping, failure typing or the weighting of checks changes what the same inputs score.
 SCORING_VERSION = 1
@@ -115,11 +115,11 @@ def rescore(
     dask: str | None = None,
 ) -> tuple[Meta, list[Result]]:
     """Score every cassette under `paths`; returns the scores file's meta line and its sorted result lines.
-    `traffic`, when given, receives one traffic line per exchange, tagged or not (scorer.traffic), sorted.
+    `traffic`, when given, receives one traffic line per exchange, tagged or not (scorer.traffic_lines), sorted.
     `dask` (a scheduler address, or local[:N]) runs the units as Dask tasks instead (scorer.distributed)."""
     global _catalog, _options
     if catalog is None:
-        from bench.testspec import load_catalog
+        from catalog.model import load_catalog
 
         catalog = load_catalog(None)
     if max_tokens is not None and max_tokens < 1:

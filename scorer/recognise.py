@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from bench.testspec import Catalog, TestSpec
+from catalog.model import Catalog, TestSpec
 
 
 def _key(messages: Sequence[Any], tools: Sequence[Any]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bench.errors import BenchError
 from bench.parse import parse_exchange
-from bench.testspec import TestSpec
+from catalog.model import TestSpec
 from scorer.context import Turn
 from scorer.registry import validate_checks
 from scorer.scoring import score_conversation, slim

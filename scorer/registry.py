@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bench.errors import BenchError
-from bench.testspec import Check, TestSpec
+from catalog.model import Check, TestSpec
 from scorer.context import EvalContext
 
 __all__ = ["EVALUATORS", "REQUIRED", "ArgError", "EvalContext", "Evaluator", "Score", "evaluator", "get_evaluator"]

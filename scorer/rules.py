@@ -28,8 +28,8 @@ from bench.checks import EVALUATOR_ARGS
 from bench.endpoints import RESPONSES
 from bench.errors import BenchError
 from bench.responses_request import chat_from_responses
-from bench.testspec import Check, TestSpec
 from bench.yamlfile import load_checked_yaml
+from catalog.model import Check, TestSpec
 
 SUITE = "rules"
 WORKSPACE_EVALUATORS = frozenset(

@@ -25,7 +25,7 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "dumps", "read_scores", "write_score
 def dumps(line: Meta | Result | Mapping[str, Any]) -> bytes:
     if isinstance(line, msgspec.Struct):
         return ENCODER.encode(line) + b"\n"
-    # A traffic line (scorer.traffic) is still a plain map.
+    # A traffic line (scorer.traffic_lines) is still a plain map.
     return orjson.dumps(line, default=_plain, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 

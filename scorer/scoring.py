@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.parse import ParsedExchange
-from bench.testspec import TestSpec
+from catalog.model import TestSpec
 from scorer.context import Call, EvalContext, Turn
 from scorer.failures import classify, transport_failure
 from scorer.registry import Score, get_evaluator, run_check

@@ -27,6 +27,6 @@ def test_mypy_strict() -> None:
 
 
 def test_scorer_never_imports_aiohttp() -> None:
-    code = "import sys, scorer, bench.cassette, bench.sse; import scorer.command; sys.exit('aiohttp' in sys.modules)"
+    code = "import sys, scorer, bench.cassette, bench.sse, scorer.rescore_command; sys.exit('aiohttp' in sys.modules)"
     result = run(sys.executable, "-c", code)
     assert result.returncode == 0, result.stdout + result.stderr or "the scorer imported aiohttp"

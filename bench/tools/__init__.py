@@ -7,7 +7,7 @@ recorded calls to a fresh copy to rebuild the final state offline. Paths never l
 from bench.tools.patch import PatchError, apply_hunks, parse_patch
 from bench.tools.paths import ToolError
 from bench.tools.registry import TOOLS, tool
-from bench.tools.workspace import WORKSPACE_TOOLS, ToolResult, ToolWorkspace, fixture_dir, workspace_tool_schemas
+from bench.tools.tool_workspace import WORKSPACE_TOOLS, ToolResult, ToolWorkspace, workspace_tool_schemas
 
 __all__ = [
     "TOOLS",
@@ -17,7 +17,6 @@ __all__ = [
     "ToolResult",
     "ToolWorkspace",
     "apply_hunks",
-    "fixture_dir",
     "parse_patch",
     "tool",
     "workspace_tool_schemas",

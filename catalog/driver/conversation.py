@@ -19,10 +19,11 @@ import orjson
 from bench.endpoints import CHAT, RESPONSES
 from bench.parse import ParsedExchange, ToolCall
 from bench.responses_request import responses_from_chat
-from bench.testspec import TestSpec
+from catalog import fixture_dir
 from catalog.driver.client import OK, AttemptResult, post_chat
 from catalog.driver.config import RecordConfig
 from catalog.driver.retry import backoff_delay, retryable
+from catalog.model import TestSpec
 
 ENDPOINT_PATHS = {"chat": "chat/completions", "responses": "responses"}
 NO_RUNNER = "error: this test gives no way to run tools; answer from what you know"
@@ -167,7 +168,9 @@ async def run_job(sender: Sender, job: Job) -> JobResult:
         from bench.tools import ToolWorkspace
 
         ws = test.workspace
-        workspace = await asyncio.to_thread(ToolWorkspace.create, ws.fixture, ws.allow_commands, tools=ws.tools)
+        workspace = await asyncio.to_thread(
+            ToolWorkspace.create, fixture_dir(ws.fixture), ws.allow_commands, tools=ws.tools
+        )
     try:
         calls = 0
         for turn in range(max(1, test.limits.max_turns)):

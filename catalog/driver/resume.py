@@ -16,10 +16,10 @@ from bench.cassette import CassetteReader, find_cassettes
 from bench.cassette.records import RunMeta
 from bench.errors import BenchError
 from bench.parse import parse_exchange
-from bench.testspec import TestSpec
 from catalog.driver.client import OK, AttemptResult, judge
 from catalog.driver.conversation import Job, should_continue
 from catalog.driver.retry import retryable
+from catalog.model import TestSpec
 
 JobKey = tuple[str, str, int]
 

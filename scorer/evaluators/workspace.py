@@ -1,4 +1,4 @@
-"""Workspace evaluators: the fixture's final state after re-applying the recorded tool calls (scorer.replay)."""
+"""Workspace evaluators: the fixture's final state after replaying the recorded tool calls (scorer.workspace_replay)."""
 
 from __future__ import annotations
 

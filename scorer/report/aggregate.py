@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 
 from scorer.report.cost import Cost
+from scorer.report.latency import Timing, timing
 from scorer.report.load import Scores, paused_gc
 from scorer.report.stats import pass_at_k, pass_hat_k, wilson
-from scorer.report.timing import Timing, timing
 from scorer.report.traffic import Traffic, traffic
 from scorer.results import Meta, Result
 

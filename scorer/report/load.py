@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ class Scores:
     base: Path
     meta: Meta
     results: list[Result]
-    traffic: list[dict[str, Any]] = field(default_factory=list)  # one line per exchange (scorer.traffic)
+    traffic: list[dict[str, Any]] = field(default_factory=list)  # one line per exchange (scorer.traffic_lines)
 
 
 def load(path: Path, *, jobs: int = 1) -> Scores:
@@ -52,10 +51,8 @@ def load(path: Path, *, jobs: int = 1) -> Scores:
 
 def _rescore(paths: list[Path], jobs: int, traffic: list[dict[str, Any]]) -> tuple[Meta, list[Result]]:
     # Imported lazily: rescoring pulls in the catalog and every evaluator, which a report on a scores file never needs.
-    try:
-        pipeline = importlib.import_module("scorer.pipeline")
-    except ModuleNotFoundError as exc:
-        raise BenchError("this bench has no scorer pipeline; give a scores file written by bench rescore") from exc
+    from scorer import pipeline
+
     meta, results = pipeline.rescore(paths, jobs=jobs, traffic=traffic)
     pipeline.require_results(meta, results, paths, traffic)
     return meta, list(results)

@@ -6,8 +6,8 @@ from html import escape
 
 from scorer.report import svg
 from scorer.report.aggregate import Report
+from scorer.report.latency import CDF
 from scorer.report.sections import Section, sections
-from scorer.report.timing import CDF
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#111;background:#fff}

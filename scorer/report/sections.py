@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scorer.report.aggregate import Report
-from scorer.report.timing import LOOP_LAG_WARN_MS, Dist
+from scorer.report.latency import LOOP_LAG_WARN_MS, Dist
 
 # Flaky lists can run to thousands on a big catalog; the JSON output keeps them all.
 MAX_FLAKY_ROWS = 30

@@ -1,7 +1,7 @@
 """The traffic section's numbers: every recorded exchange, tagged or not, per endpoint x requested model x served
-model x client (User-Agent family), from the scores file's traffic lines (scorer.traffic).
+model x client (User-Agent family), from the scores file's traffic lines (scorer.traffic_lines).
 
-Timing uses the same definitions and percentiles as the per-model timing (scorer.report.timing), per API as
+Timing uses the same definitions and percentiles as the per-model timing (scorer.report.latency), per API as
 docs/report.md states; tokens come from usage, and output tokens are counted from the stream when a response had no
 usage (such rows are marked). A system fingerprint that changes between consecutive requests of one requested model
 (in the order they started) is listed with the time it changed.
@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
 
-from scorer.report.timing import Timing, exchange_timing
+from scorer.report.latency import Timing, exchange_timing
 from scorer.results import ExchangeScore
 
 NO_VALUE = "–"

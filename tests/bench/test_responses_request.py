@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.responses_request import chat_from_responses, responses_from_chat
-from bench.testspec import load_catalog
+from catalog.model import load_catalog
 
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "system", "content": "Be brief."},

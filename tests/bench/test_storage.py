@@ -14,7 +14,7 @@ import pytest
 from bench import storage
 from bench.cli import main
 from bench.errors import BenchError
-from bench.testspec import load_catalog
+from catalog.model import load_catalog
 from scorer.pipeline import rescore
 from tests.support.s3 import BUCKET
 

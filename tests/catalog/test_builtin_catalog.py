@@ -5,22 +5,23 @@ from __future__ import annotations
 
 import pytest
 
-from bench import testspec
-from bench.testspec import load_catalog
 from bench.tools import ToolWorkspace
+from catalog import fixture_dir
+from catalog.model import TestSpec as Spec
+from catalog.model import load_catalog
 
 WORKSPACE_TESTS = [t for t in load_catalog().tests.values() if t.workspace is not None]
 
 
-def commands(test: testspec.TestSpec) -> list[list[str]]:
+def commands(test: Spec) -> list[list[str]]:
     return [list(c.args["command"]) for c in test.checks if c.evaluator == "command_succeeds"]
 
 
 @pytest.mark.parametrize("test", WORKSPACE_TESTS, ids=lambda t: t.id)
-def test_reference_turns_fix_the_fixture(test: testspec.TestSpec) -> None:
+def test_reference_turns_fix_the_fixture(test: Spec) -> None:
     ws_spec = test.workspace
     assert ws_spec is not None
-    with ToolWorkspace.create(ws_spec.fixture, ws_spec.allow_commands, tools=ws_spec.tools) as ws:
+    with ToolWorkspace.create(fixture_dir(ws_spec.fixture), ws_spec.allow_commands, tools=ws_spec.tools) as ws:
         before = [ws.run(argv)[0] for argv in commands(test)]
         assert all(status != 0 for status in before), f"{test.id}: a check passes before any change"
         n_calls = 0

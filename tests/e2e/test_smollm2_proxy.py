@@ -12,7 +12,7 @@ from openai import AsyncOpenAI
 from bench.cassette import read_cassette
 from bench.parse import parse_exchange
 from proxy import start_proxy
-from tests.support.timing_fidelity import measure_fidelity
+from tests.support.fidelity import measure_fidelity
 
 pytestmark = pytest.mark.llm
 

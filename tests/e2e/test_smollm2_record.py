@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.cassette import find_cassettes, read_cassette
-from bench.testspec import load_catalog
+from catalog.model import load_catalog
 from scorer.scores_io import read_scores
 
 pytestmark = pytest.mark.llm

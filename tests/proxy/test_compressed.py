@@ -13,7 +13,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from bench.cassette import read_cassette
-from bench.cassette.command import har_entry, jsonl_record, render_exchange
+from bench.cassette.cassette_command import har_entry, jsonl_record, render_exchange
 from bench.parse import parse_exchange
 from proxy import start_proxy
 from tests.proxy.conftest import MESSAGES, TOOLS
@@ -140,9 +140,9 @@ def test_a_catalog_recorded_through_a_compressing_gateway_scores_as_the_plain_ru
     offline: every result (status, pass, score, failure type) equals the same catalog recorded without compression."""
     import asyncio
 
-    from bench.testspec import load_catalog
     from catalog.driver.config import RecordConfig
-    from catalog.driver.recorder import record
+    from catalog.driver.record_run import record
+    from catalog.model import load_catalog
     from catalog.sim import start_sim
     from scorer.pipeline import rescore
 

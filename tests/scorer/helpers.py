@@ -11,7 +11,7 @@ import orjson
 from bench.cassette import CassetteWriter
 from bench.cassette.records import RunMeta, Settings
 from bench.parse import parse_exchange
-from bench.testspec import Check, Limits, Reference, TestSpec, Workspace
+from catalog.model import Check, Limits, Reference, TestSpec, Workspace
 from scorer.context import Call, EvalContext, Turn
 from scorer.registry import Score, run_check
 from scorer.scoring import slim

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bench.errors import BenchError
-from bench.testspec import Catalog, load_catalog
+from catalog.model import Catalog, load_catalog
 from scorer import distributed as dist
 from scorer.pipeline import Options, UnitOutput, plan_units, rescore
 from scorer.scores_io import write_scores

@@ -8,9 +8,9 @@ from collections import defaultdict
 
 import pytest
 
-from bench.testspec import load_catalog
 from catalog.driver.config import RecordConfig
-from catalog.driver.recorder import record
+from catalog.driver.record_run import record
+from catalog.model import load_catalog
 from catalog.sim import start_sim
 from catalog.sim.behaviours import BEHAVIOURS
 from scorer.pipeline import rescore

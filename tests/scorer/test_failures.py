@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bench.parse import parse_exchange
-from bench.testspec import Check, Limits
+from catalog.model import Check, Limits
 from scorer.failures import FAILURE_TYPES, MODEL_FAILURES, TRANSPORT
 from scorer.scoring import score_conversation, slim
 from scorer.synth import exchange_record, sse_chunks
@@ -64,7 +64,7 @@ def test_model_failure_types(expected: str, checks: list[Check], turns: Any, ext
 
 
 def test_every_type_is_covered_here_or_in_replay() -> None:
-    covered = {c[0] for c in CASES} | {"patch_failed"}  # patch_failed: tests/scorer/test_replay.py
+    covered = {c[0] for c in CASES} | {"patch_failed"}  # patch_failed: tests/scorer/test_workspace_replay.py
     assert covered == set(MODEL_FAILURES)
     assert set(FAILURE_TYPES) == set(MODEL_FAILURES) | set(TRANSPORT)
 

@@ -13,7 +13,7 @@ import zstandard
 
 from bench.cassette import CassetteWriter
 from bench.cassette.records import Settings
-from bench.testspec import Catalog, Check
+from catalog.model import Catalog, Check
 from scorer.flips import find_flips
 from scorer.pipeline import rescore
 from scorer.results import Result

@@ -3,8 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.testspec import Catalog
-from bench.testspec import TestSpec as Spec
+from catalog.model import Catalog
+from catalog.model import TestSpec as Spec
 from scorer.recognise import Recogniser
 
 OPENING = ({"role": "user", "content": "Weather in Rome?"},)

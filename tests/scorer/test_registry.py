@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from bench.errors import BenchError
-from bench.testspec import Check
+from catalog.model import Check
 from scorer.registry import EVALUATORS, EvalContext, Score, evaluator, evaluator_versions, run_check
 from scorer.results import CheckScore
 from scorer.scoring import score_conversation

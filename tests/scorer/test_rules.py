@@ -12,7 +12,7 @@ from openai import AsyncOpenAI
 from bench.cli import main
 from bench.errors import BenchError
 from bench.responses_request import responses_from_chat
-from bench.testspec import load_catalog
+from catalog.model import load_catalog
 from catalog.sim import start_sim
 from proxy.server import start_proxy
 from scorer.pipeline import rescore

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.cassette import CassetteReader, CassetteWriter
-from bench.cassette.command import traffic_bytes
+from bench.cassette.cassette_command import traffic_bytes
 
 ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"

@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 
 from bench.tools import PatchError, ToolError, ToolWorkspace, apply_hunks, parse_patch
 from bench.tools.patch import apply_patch
+from catalog import FIXTURES_DIR
+
+MINILIB = FIXTURES_DIR / "minilib"
 
 LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "\n", "  indented\n", "x = 1\n"]), max_size=25)
 
@@ -158,7 +161,7 @@ def test_patch_paths_cannot_escape(tmp_path: Path) -> None:
 
 
 def test_apply_patch_tool_reports_failures_as_results() -> None:
-    with ToolWorkspace.create("minilib") as ws:
+    with ToolWorkspace.create(MINILIB) as ws:
         bad = ws.call(
             "apply_patch", {"patch": "--- a/minilib/stats.py\n+++ b/minilib/stats.py\n@@ -1 +1 @@\n-nope\n+x\n"}
         )

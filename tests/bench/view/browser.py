@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from bench.view.app import make_app
 from bench.view.index import Index
+from bench.view.web_app import make_app
 
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 # Everything that would reach for the network on start is off: this machine's network is closed.

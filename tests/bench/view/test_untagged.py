@@ -8,8 +8,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bench.cassette import CassetteWriter
 from bench.cli import main
-from bench.view.app import make_app
 from bench.view.index import UNTAGGED, open_index
+from bench.view.web_app import make_app
 from scorer.synth import exchange_record, sse_chunks
 
 

@@ -14,8 +14,6 @@ from aiohttp import web
 
 from bench.parse import ParsedExchange, ToolCall
 from bench.serving import listen
-from bench.testspec import Limits
-from bench.testspec import TestSpec as Spec
 from catalog.driver import conversation
 from catalog.driver.config import RecordConfig
 from catalog.driver.conversation import (
@@ -29,6 +27,8 @@ from catalog.driver.conversation import (
     send_with_retries,
     should_continue,
 )
+from catalog.model import Limits
+from catalog.model import TestSpec as Spec
 
 TOOLS = ({"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}},)
 

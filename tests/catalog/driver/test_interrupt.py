@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from bench.cassette import CassetteReader, find_cassettes
-from bench.testspec import load_catalog
+from catalog.model import load_catalog
 from catalog.sim import start_sim
 from scorer.pipeline import rescore
 

@@ -11,10 +11,10 @@ import zstandard
 
 from bench.cassette import CassetteReader
 from bench.errors import BenchError
-from bench.testspec import Catalog, load_catalog
 from catalog.driver.config import RecordConfig
 from catalog.driver.doctor import diagnose
-from catalog.driver.recorder import record
+from catalog.driver.record_run import record
+from catalog.model import Catalog, load_catalog
 from catalog.sim import start_sim
 
 SECRET = "sk-bench-test-secret-0123456789"

@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from bench.parse import _TEXT_TOOL_CALL
-from bench.testspec import Catalog, Limits, RefCall, Reference, Workspace
+from catalog.model import Catalog, Limits, RefCall, Reference, Workspace
 from catalog.sim.behaviours import BEHAVIOURS, behaviour
 from catalog.sim.reply import Reply, SimRequest
 from tests.catalog.conftest import make_test

@@ -7,7 +7,7 @@ import json
 import pytest
 from openai import AsyncOpenAI, NotFoundError, RateLimitError
 
-from bench.testspec import Catalog
+from catalog.model import Catalog
 from catalog.sim import start_sim
 from tests.catalog.conftest import TIME, WEATHER
 

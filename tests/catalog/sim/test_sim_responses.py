@@ -13,7 +13,7 @@ from openai import AsyncOpenAI, RateLimitError
 from bench.cassette import CassetteReader, find_cassettes
 from bench.parse import parse_exchange
 from bench.responses_request import responses_from_chat
-from bench.testspec import Catalog
+from catalog.model import Catalog
 from catalog.sim import start_sim
 from proxy.server import start_proxy
 from tests.catalog.conftest import TIME, WEATHER

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.parse import parse_stream
-from bench.testspec import Catalog
+from catalog.model import Catalog
 from catalog.sim import start_sim
-from catalog.sim.index import CatalogIndex
+from catalog.sim.catalog_index import CatalogIndex
 from catalog.sim.stream import split_tokens
 
 

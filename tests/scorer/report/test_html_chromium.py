@@ -15,7 +15,7 @@ import pytest
 from scorer.report import aggregate, render_html
 from scorer.report.load import load
 from tests.scorer.report.factory import meta, synthetic, write_scores
-from tests.scorer.test_traffic import _entry
+from tests.scorer.test_traffic_lines import _entry
 
 CHROMIUM = Path("/usr/bin/chromium")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.testspec import load_catalog
-from catalog.command import request_preview
+from catalog.catalog_command import request_preview
+from catalog.model import load_catalog
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

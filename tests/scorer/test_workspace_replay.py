@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from bench import testspec
-from bench.testspec import Catalog, load_catalog
+from catalog.model import Catalog, load_catalog
+from catalog.model import TestSpec as Spec
 from scorer.context import EvalContext, Turn
 from scorer.reference import reference_turns
-from scorer.replay import replay_workspace
 from scorer.scoring import score_conversation
+from scorer.workspace_replay import replay_workspace
 from tests.scorer.helpers import call, score, turn
 
 OLD = "return sum(values) / (len(values) - 1)"
@@ -24,7 +24,7 @@ def catalog() -> Catalog:
 
 
 @pytest.fixture
-def fix_mean(catalog: Catalog) -> testspec.TestSpec:
+def fix_mean(catalog: Catalog) -> Spec:
     return catalog.tests["agent.fix_mean"]
 
 
@@ -36,12 +36,12 @@ def edit(old: str, new: str) -> dict[str, Any]:
     return {"path": "minilib/stats.py", "old": old, "new": new}
 
 
-def test_reference_rebuilds_a_passing_state(fix_mean: testspec.TestSpec) -> None:
+def test_reference_rebuilds_a_passing_state(fix_mean: Spec) -> None:
     result = score_conversation(fix_mean, reference_turns(fix_mean))
     assert result.status == "scored" and result.passed, result.checks
 
 
-def test_edit_applied_in_order(fix_mean: testspec.TestSpec) -> None:
+def test_edit_applied_in_order(fix_mean: Spec) -> None:
     turns = [turn("", [call("edit_file", edit(OLD, NEW))], n=0), turn("done", n=1)]
     replayed = replay_workspace(fix_mean, turns)
     try:
@@ -52,7 +52,7 @@ def test_edit_applied_in_order(fix_mean: testspec.TestSpec) -> None:
     assert not replayed.path.exists()
 
 
-def test_workspace_checks_on_the_final_state(fix_mean: testspec.TestSpec) -> None:
+def test_workspace_checks_on_the_final_state(fix_mean: Spec) -> None:
     turns = [turn("", [call("edit_file", edit(OLD, NEW))], n=0), turn("done", n=1)]
     c = EvalContext(fix_mean, turns)
     try:
@@ -69,13 +69,13 @@ def test_workspace_checks_on_the_final_state(fix_mean: testspec.TestSpec) -> Non
         c.close()
 
 
-def test_failed_edit_is_patch_failed(fix_mean: testspec.TestSpec) -> None:
+def test_failed_edit_is_patch_failed(fix_mean: Spec) -> None:
     turns = [turn("", [call("edit_file", edit("no such text", NEW))], n=0), run_tests(1), turn("done", n=2)]
     result = score_conversation(fix_mean, turns)
     assert result.passed is False and result.failure_type == "patch_failed"
 
 
-def test_recovered_edit_is_not_patch_failed(fix_mean: testspec.TestSpec) -> None:
+def test_recovered_edit_is_not_patch_failed(fix_mean: Spec) -> None:
     turns = [
         turn("", [call("edit_file", edit("no such text", NEW))], n=0),
         turn("", [call("edit_file", edit(OLD, "return 0"))], n=1),
@@ -86,7 +86,7 @@ def test_recovered_edit_is_not_patch_failed(fix_mean: testspec.TestSpec) -> None
     assert result.passed is False and result.failure_type == "outcome_mismatch"
 
 
-def test_only_final_attempts_are_replayed(fix_mean: testspec.TestSpec) -> None:
+def test_only_final_attempts_are_replayed(fix_mean: Spec) -> None:
     turns = [
         turn("", [call("edit_file", edit(OLD, "return 0"))], n=0, attempt=1),
         turn("", [call("edit_file", edit(OLD, NEW))], n=0, attempt=2),

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.testspec import TestSpec
-from bench.tools import ToolResult, ToolWorkspace, fixture_dir
+from bench.tools import ToolResult, ToolWorkspace
+from catalog import fixture_dir
+from catalog.model import TestSpec
 from scorer.context import Call, Turn
 
 # Calls that change files: a failure of the last one means the model's edit never landed.
@@ -39,8 +40,9 @@ def replay_workspace(test: TestSpec, turns: Sequence[Turn]) -> ReplayedWorkspace
     if test.workspace is None:
         raise ValueError(f"test {test.id} has no workspace")
     spec = test.workspace
-    ws = ToolWorkspace.create(spec.fixture, spec.allow_commands, tools=spec.tools)
-    replayed = ReplayedWorkspace(ws, fixture_dir(spec.fixture))
+    source = fixture_dir(spec.fixture)
+    ws = ToolWorkspace.create(source, spec.allow_commands, tools=spec.tools)
+    replayed = ReplayedWorkspace(ws, source)
     for turn in turns:
         for call in turn.calls:
             replayed.results.append((call, ws.call(call.name, call.arguments)))

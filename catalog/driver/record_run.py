@@ -20,13 +20,13 @@ import aiohttp
 from bench import __version__
 from bench.cassette.records import RunMeta
 from bench.errors import BenchError
-from bench.testspec import Catalog, TestSpec
 from catalog.driver.config import RecordConfig
 from catalog.driver.conversation import Job, JobResult, Sender, run_job
 from catalog.driver.limiter import Limiter
 from catalog.driver.preflight import api_base, preflight
 from catalog.driver.progress import Quiet, Reporter
 from catalog.driver.resume import missing_jobs, read_run
+from catalog.model import Catalog, TestSpec
 
 
 @dataclass

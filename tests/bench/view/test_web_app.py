@@ -8,9 +8,9 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from bench.errors import BenchError
-from bench.view.app import make_app
-from bench.view.command import token_for
 from bench.view.index import Index
+from bench.view.view_command import token_for
+from bench.view.web_app import make_app
 
 
 @pytest.fixture

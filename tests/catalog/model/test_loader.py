@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bench.errors import BenchError
-from bench.locate import catalog_dir
-from bench.testspec import Catalog, load_catalog
+from catalog import SUITES_DIR, fixture_dir
+from catalog.model import Catalog, load_catalog
 
 GOOD = """
 suite: demo
@@ -182,7 +182,7 @@ def test_workspace_tests_hash_their_fixture_contents(tmp_path: Path) -> None:
     assert [t["function"]["name"] for t in before.tools] == ["read_file", "edit_file", "run_command"]
     assert before.limits.max_turns > 1 and before.multi_turn
     (fixture / "m.py").write_text("X = 2\n")
-    from bench.catalog_load import fixture_hash
+    from catalog.model.loader import fixture_hash
 
     fixture_hash.cache_clear()
     after = load_catalog(suites).tests["ws.fix"]
@@ -200,7 +200,7 @@ def test_workspace_errors(tmp_path: Path) -> None:
 def test_builtin_catalog() -> None:
     catalog = load_catalog()
     assert isinstance(catalog, Catalog) and len(catalog.tests) >= 60
-    assert catalog.root == catalog_dir() / "suites"
+    assert catalog.root == SUITES_DIR
     categories = {t.category for t in catalog.tests.values()}
     assert {
         "tool_calling",
@@ -223,5 +223,10 @@ def test_builtin_catalog() -> None:
 
 
 def test_builtin_catalog_copied_elsewhere_keeps_its_hash(tmp_path: Path) -> None:
-    shutil.copytree(catalog_dir() / "suites", tmp_path / "suites")
+    shutil.copytree(SUITES_DIR, tmp_path / "suites")
     assert load_catalog(tmp_path / "suites").hash == load_catalog().hash
+
+
+def test_unknown_fixture_is_a_bench_error() -> None:
+    with pytest.raises(BenchError, match="unknown fixture 'nope'"):
+        fixture_dir("nope")

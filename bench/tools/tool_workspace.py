@@ -14,14 +14,13 @@ import jsonschema
 import orjson
 
 from bench.errors import BenchError
-from bench.locate import catalog_dir
-from bench.tools import command as _command
 from bench.tools import files as _files
+from bench.tools import programs as _programs
 from bench.tools.paths import ToolError
 from bench.tools.registry import TOOLS, ToolContext
 
 # Importing the tool modules registers them; keep the names referenced so linters see the side effect as intended.
-_REGISTERED = (_files, _command)
+_REGISTERED = (_files, _programs)
 
 WORKSPACE_TOOLS: tuple[str, ...] = ("read_file", "list_dir", "grep", "edit_file", "apply_patch", "run_command")
 
@@ -40,15 +39,6 @@ class ToolResult:
         if self.ok:
             return self.output
         return self.output if self.output else f"error: {self.error}"
-
-
-def fixture_dir(fixture: str) -> Path:
-    """The fixture directory: an absolute path as given, else catalog/fixtures/<name>."""
-    candidate = Path(fixture)
-    path = candidate if candidate.is_absolute() else catalog_dir() / "fixtures" / fixture
-    if not path.is_dir():
-        raise BenchError(f"unknown fixture {fixture!r}: no directory {path}; add it under catalog/fixtures/")
-    return path
 
 
 def workspace_tool_schemas(names: Sequence[str]) -> list[dict[str, Any]]:
@@ -75,21 +65,20 @@ class ToolWorkspace:
     @classmethod
     def create(
         cls,
-        fixture: str,
+        source: Path,
         allow_commands: Sequence[str] = (),
         *,
         tools: Sequence[str] | None = None,
         command_timeout: float = 10.0,
     ) -> ToolWorkspace:
-        source = fixture_dir(fixture)
         base = Path(tempfile.mkdtemp(prefix="bench-ws-"))
         path = (base / "repo").resolve()
         shutil.copytree(source, path, symlinks=True, ignore=_ignore)
         ctx = ToolContext(
             root=path,
-            allow_commands=_command.parse_allow(allow_commands),
+            allow_commands=_programs.parse_allow(allow_commands),
             command_timeout=command_timeout,
-            env=_command.minimal_env(str(path)),
+            env=_programs.minimal_env(str(path)),
         )
         return cls(path, ctx, tools)
 
@@ -108,7 +97,7 @@ class ToolWorkspace:
             return ToolResult("", False, f"invalid arguments for {name}: {where + ': ' if where else ''}{exc.message}")
         try:
             return ToolResult(definition.fn(self._ctx, args), True)
-        except _command.CommandFailed as exc:
+        except _programs.CommandFailed as exc:
             return ToolResult(exc.output, False, str(exc))
         except ToolError as exc:
             return ToolResult("", False, str(exc))
@@ -117,7 +106,7 @@ class ToolWorkspace:
 
     def run(self, argv: Sequence[str]) -> tuple[int | None, str]:
         """Run a command in the workspace bypassing the allow-list (for checks such as command_succeeds)."""
-        return _command.run_argv(self._ctx, list(argv))
+        return _programs.run_argv(self._ctx, list(argv))
 
     def close(self) -> None:
         shutil.rmtree(self.path.parent, ignore_errors=True)

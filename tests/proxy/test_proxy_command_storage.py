@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 
 from bench.cassette import CassetteReader
-from tests.proxy.test_command import post
+from tests.proxy.test_proxy_command import post
 from tests.support.s3 import BUCKET
 from tests.support.upstream import Upstream
 

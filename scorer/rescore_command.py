@@ -48,11 +48,11 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from bench.errors import BenchError
-    from bench.testspec import load_catalog
+    from catalog.model import load_catalog
     from scorer.flips import find_flips
     from scorer.pipeline import default_base, require_results, rescore
+    from scorer.rescore_summary import print_summary
     from scorer.scores_io import read_scores, write_scores
-    from scorer.summary import print_summary
 
     if args.jobs < 1:
         raise BenchError(f"--jobs {args.jobs}: give at least 1")

@@ -158,9 +158,9 @@ def test_a_cut_file_shows_what_it_holds_and_warns(cassette: Path, capsys: pytest
 
 
 def test_the_command_never_imports_aiohttp() -> None:
-    code = "import sys, bench.cassette.command, bench.parse; sys.exit('aiohttp' in sys.modules)"
+    code = "import sys, bench.cassette.cassette_command, bench.parse; sys.exit('aiohttp' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr or "bench.cassette.command imported aiohttp"
+    assert result.returncode == 0, result.stderr or "bench.cassette.cassette_command imported aiohttp"
 
 
 def test_a_damaged_file_is_named_with_what_was_skipped_in_one_line(

@@ -137,7 +137,7 @@ def _entry(i: int, fp: str, **kw: Any) -> dict[str, Any]:
 
 def test_input_tokens_are_counted_from_the_request_when_there_is_no_usage() -> None:
     from bench.parse import parse_exchange
-    from scorer.traffic import traffic_entry
+    from scorer.traffic_lines import traffic_entry
 
     body = b'{"model": "m", "messages": [{"role": "user", "content": "Hello, world again"}]}'
     record = {

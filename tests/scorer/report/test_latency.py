@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from scorer.report import aggregate
+from scorer.report.latency import timing
 from scorer.report.load import load
 from scorer.report.sections import timing_section
-from scorer.report.timing import timing
 from scorer.results import Result
 from tests.scorer.report.factory import exchange, meta, result, typed, write_scores
 

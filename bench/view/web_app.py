@@ -11,10 +11,10 @@ import msgspec
 from aiohttp import web
 
 from bench.errors import BenchError
-from bench.view.compare import Side, compare
 from bench.view.detail import detail, raw_stream
 from bench.view.index import Index
 from bench.view.paging import page, parse_query
+from bench.view.side_by_side import Side, compare
 
 INDEX_KEY = web.AppKey("index", Index)
 TOKEN_KEY = web.AppKey("token", str)

@@ -1,8 +1,7 @@
-"""The test model shared by the driver (catalog/) and the scorer (scorer/): what a catalog test is.
+"""What a catalog test is: the model shared by the driver (catalog.driver), the simulator and the scorer.
 
-The YAML suites under catalog/suites/ load into these frozen dataclasses (`load_catalog`); the JSON Schema that
-validates them is catalog/schema/test.schema.json. The scorer depends on this module, not on catalog/, so that it
-never imports the driver (or aiohttp).
+The YAML suites under catalog/data/suites/ load into these frozen dataclasses (catalog.model.loader); the JSON Schema
+that validates them is catalog/data/schema/test.schema.json.
 """
 
 from __future__ import annotations
@@ -89,11 +88,3 @@ class Catalog:
     def select(self, suites: list[str] | None = None, ids: list[str] | None = None) -> list[TestSpec]:
         chosen = [t for t in self.tests.values() if (not suites or t.suite in suites) and (not ids or t.id in ids)]
         return sorted(chosen, key=lambda t: t.id)
-
-
-def load_catalog(path: Path | None = None) -> Catalog:
-    """Load and validate every *.yaml suite under `path` (None: the built-in catalog/suites); BenchError if bad."""
-    # The loader needs yaml, jsonschema and bench.tools: imported on use so this module stays a light contract.
-    from bench.catalog_load import load_catalog as _load
-
-    return _load(path)

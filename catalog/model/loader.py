@@ -19,9 +19,9 @@ import yaml
 
 from bench.checks import EVALUATOR_ARGS, TOOL_NAME_ARGS
 from bench.errors import BenchError
-from bench.locate import catalog_dir
 from bench.nesting import TooDeep, load_yaml
-from bench.testspec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
+from catalog import FIXTURES_DIR, SCHEMA_FILE, SUITES_DIR, TOOLS_DIR
+from catalog.model.spec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
 
 # Multi-turn tasks need room to read, edit and run tests; a test can lower or raise these.
 WORKSPACE_LIMITS = Limits(max_turns=12, max_calls=20)
@@ -30,16 +30,16 @@ _MERGED_DEFAULTS = ("params", "limits")
 
 @cache
 def suite_schema() -> dict[str, Any]:
-    with (catalog_dir() / "schema" / "test.schema.json").open(encoding="utf-8") as fh:
+    with SCHEMA_FILE.open(encoding="utf-8") as fh:
         schema: dict[str, Any] = json.load(fh)
     return schema
 
 
 @cache
 def builtin_tools() -> dict[str, dict[str, Any]]:
-    """Named single-turn function tools from catalog/tools/*.yaml, as OpenAI tool schemas."""
+    """Named single-turn function tools from catalog/data/tools/*.yaml, as OpenAI tool schemas."""
     tools: dict[str, dict[str, Any]] = {}
-    for file in sorted((catalog_dir() / "tools").glob("*.yaml")):
+    for file in sorted(TOOLS_DIR.glob("*.yaml")):
         data = load_yaml(file.read_text(encoding="utf-8")) or {}
         for entry in data.get("tools", []):
             if entry["name"] in tools:
@@ -188,12 +188,11 @@ class _SuiteLoader:
         allow = tuple(raw.get("allow_commands", ()))
         if "run_command" in tools and not allow:
             raise self.fail(f"{where}.workspace.allow_commands", "run_command is offered but no command is allowed")
-        builtin = catalog_dir() / "fixtures"
-        fixture = name if path == (builtin / name).resolve() else str(path)
+        fixture = name if path == (FIXTURES_DIR / name).resolve() else str(path)
         return Workspace(fixture=fixture, tools=tools, allow_commands=allow)
 
     def find_fixture(self, name: str) -> Path | None:
-        for base in (self.root / "fixtures", self.root.parent / "fixtures", catalog_dir() / "fixtures"):
+        for base in (self.root / "fixtures", self.root.parent / "fixtures", FIXTURES_DIR):
             if (base / name).is_dir():
                 return (base / name).resolve()
         return None
@@ -290,7 +289,7 @@ def suite_files(path: Path) -> tuple[Path, list[Path]]:
 
 
 def load_catalog(path: Path | None = None) -> Catalog:
-    root, files = suite_files(Path(path) if path is not None else catalog_dir() / "suites")
+    root, files = suite_files(Path(path) if path is not None else SUITES_DIR)
     tests: dict[str, TestSpec] = {}
     suites: dict[str, Path] = {}
     for file in files:

@@ -16,10 +16,10 @@ from aiohttp import web
 from bench.errors import BenchError
 from bench.responses_request import chat_from_responses
 from bench.serving import listen
-from bench.testspec import Catalog
+from catalog.model import Catalog, load_catalog
 from catalog.sim.behaviours import BEHAVIOURS
-from catalog.sim.faults import Fault, FaultPlan, request_key, split_model
-from catalog.sim.index import CatalogIndex
+from catalog.sim.catalog_index import CatalogIndex
+from catalog.sim.fault_plan import Fault, FaultPlan, request_key, split_model
 from catalog.sim.legacy import (
     embedding_inputs,
     encode_completion_body,
@@ -320,10 +320,6 @@ class RunningSim:
 
 def default_catalog() -> Catalog | None:
     """The built-in catalog if it loads; the sim still answers generically without one."""
-    try:
-        from bench.testspec import load_catalog  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
     try:
         catalog: Catalog = load_catalog(None)
     except BenchError:

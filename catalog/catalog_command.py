@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
-from bench.testspec import Catalog, TestSpec, load_catalog
+from catalog.model import Catalog, TestSpec, load_catalog
 
 
 def register(subparsers: Any) -> None:
@@ -125,32 +123,20 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reference_checker() -> Callable[[TestSpec], list[str]] | None:
-    try:
-        module = importlib.import_module("scorer.reference")
-    except ModuleNotFoundError as exc:
-        if exc.name in ("scorer", "scorer.reference"):
-            return None
-        raise
-    checker: Callable[[TestSpec], list[str]] = module.check_reference
-    return checker
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.path)  # schema, evaluator names and arguments, unique ids: BenchError if bad
     console = _console()
     suites = sorted({t.suite for t in catalog.tests.values()})
     console.print(f"{len(catalog.tests)} tests in {len(suites)} suites ({', '.join(suites)}): schema and ids ok")
-    checker = _reference_checker()
-    if checker is None:
-        console.print("reference checks skipped: the scorer (scorer.reference) is not installed")
-    else:
-        problems = [p for test in catalog.tests.values() for p in checker(test)]
-        for problem in problems:
-            console.print(f"[red]✗[/red] {problem}")
-        if problems:
-            console.print(f"catalog hash {catalog.hash}")
-            raise BenchError(f"{len(problems)} reference problem(s) above: fix each test's checks or its reference")
-        console.print(f"every reference passes its own checks ({len(catalog.tests)} tests)")
+    # Imported here, not at the top: `bench --help` imports this module and should stay fast.
+    from scorer.reference import check_reference
+
+    problems = [p for test in catalog.tests.values() for p in check_reference(test)]
+    for problem in problems:
+        console.print(f"[red]✗[/red] {problem}")
+    if problems:
+        console.print(f"catalog hash {catalog.hash}")
+        raise BenchError(f"{len(problems)} reference problem(s) above: fix each test's checks or its reference")
+    console.print(f"every reference passes its own checks ({len(catalog.tests)} tests)")
     console.print(f"catalog hash {catalog.hash}")
     return 0

@@ -55,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
     token = token_for(args.host, args.token_env)
     from aiohttp import web
 
-    from bench.view.app import make_app
     from bench.view.index import open_index
+    from bench.view.web_app import make_app
 
     index = open_index(args.paths)
     app = make_app(index, token)

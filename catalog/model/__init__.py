@@ -1,0 +1,21 @@
+"""The catalog's model (what a test is: `spec`) and its loader (YAML suites into that model: `loader`).
+
+The scorer imports this package and never the driver or the simulator, so nothing here may import aiohttp.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from catalog.model.spec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
+
+__all__ = ["Catalog", "Check", "Limits", "RefCall", "Reference", "TestSpec", "Workspace", "load_catalog"]
+
+
+def load_catalog(path: Path | None = None) -> Catalog:
+    """Load and validate every *.yaml suite under `path` (None: the built-in suites); BenchError if bad."""
+    # The loader brings in jsonschema and yaml (~0.2 s): imported on use, because every CLI module imports this
+    # package's types and `bench --help` imports every CLI module.
+    from catalog.model.loader import load_catalog as load
+
+    return load(path)
