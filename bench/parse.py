@@ -2,9 +2,9 @@
 
 From the raw bytes of every upstream read: SSE events (bench.sse), the assembled content, reasoning and tool calls
 (fragments joined by index), finish_reason, usage, model, system_fingerprint; non-streamed JSON bodies too. Problems
-are data (`findings`), never exceptions. Timing follows vLLM's serving benchmark (FIELD-NOTES): a "token event" is
-an event with non-empty `choices`; TTFT is the first one, ITL the gaps between consecutive ones, E2EL the last one
-(usage-only chunk and [DONE] excluded), TPOT = (E2EL - TTFT) / (output tokens - 1).
+are data (`findings`), never exceptions. Timing follows vLLM's serving benchmark (docs/report.md, "Timing"): a
+"token event" is an event with non-empty `choices`; TTFT is the first one, ITL the gaps between consecutive ones,
+E2EL the last one (usage-only chunk and [DONE] excluded), TPOT = (E2EL - TTFT) / (output tokens - 1).
 
 PARSER_VERSION is part of the scorer's version: any change to what this module returns for the same bytes bumps it,
 so rescoring shows the flips it causes.

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from bench.errors import BenchError
 
-# FIELD-NOTES: the default backlog of 128 overflowed with 256 clients connecting at once (SYN retries add 1 s).
+# aiohttp's default backlog of 128 overflows when hundreds of clients connect at once (docs/proxy.md, "Measured facts").
 LISTEN_BACKLOG = 2048
 
 

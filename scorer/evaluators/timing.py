@@ -1,4 +1,4 @@
-"""Timing thresholds from the recorded timings of the final exchange (vLLM's definitions, FIELD-NOTES)."""
+"""Timing thresholds from the recorded timings of the final exchange (vLLM's definitions, docs/report.md)."""
 
 from __future__ import annotations
 
