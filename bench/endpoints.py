@@ -10,7 +10,6 @@ CHAT = "chat.completions"
 RESPONSES = "responses"
 COMPLETIONS = "completions"
 EMBEDDINGS = "embeddings"
-KNOWN = (CHAT, RESPONSES, COMPLETIONS, EMBEDDINGS)
 
 _SUFFIXES = (
     ("/chat/completions", CHAT),

@@ -16,7 +16,6 @@ SUITES_DIR = DATA_DIR / "suites"
 FIXTURES_DIR = DATA_DIR / "fixtures"
 SCHEMA_FILE = DATA_DIR / "schema" / "test.schema.json"
 TOOLS_DIR = DATA_DIR / "tools"
-CONFIGS_DIR = DATA_DIR / "configs"
 
 
 def fixture_dir(fixture: str) -> Path:

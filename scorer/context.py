@@ -100,10 +100,6 @@ class EvalContext:
             self._workspace = factory()
         return self._workspace
 
-    @property
-    def has_workspace(self) -> bool:
-        return self._workspace is not None
-
     def close(self) -> None:
         if self._workspace is not None:
             self._workspace.close()

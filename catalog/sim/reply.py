@@ -48,11 +48,3 @@ class SimRequest:
             if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
                 names.append(fn["name"])
         return names
-
-    @property
-    def calls_so_far(self) -> int:
-        count = 0
-        for m in self.messages:
-            if m.get("role") == "assistant":
-                count += len(m.get("tool_calls") or ())
-        return count
