@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ class SeekIndex:
         self.path: Location = path if is_url(path) else Path(path)
         self.seeks = 0  # frames decoded to read records through the index
         self.scans = 0  # streaming scans instead (v1 file, or the index did not hold)
+        self._lock = threading.Lock()  # a server reads from request threads while it indexes in the background
         self._reset()
 
     def _reset(self) -> None:
@@ -90,19 +92,33 @@ class SeekIndex:
         wanted = set(ids)
         if not wanted:
             return {}
-        try:
-            found = self._seek(wanted)
-        except _Stale:
-            self._reset()
-            found = None
-        if found is None:
-            self.scans += 1
-            return scan(self.path, wanted)
-        return found
+        with self._lock:
+            try:
+                found = self._seek(wanted)
+            except _Stale:
+                self._reset()
+                found = None
+            if found is None:
+                self.scans += 1
+        return scan(self.path, wanted) if found is None else found
+
+    def warm(self, frames_at_once: int = 8) -> None:
+        """Index the whole file ahead of any reading (a server does this in the background), a few frames at a time
+        so that a `read` from another thread waits for those only. Problems are left for a read to report."""
+        while True:
+            with self._lock:
+                try:
+                    if not self._prepare() or self._done:
+                        return
+                    self._extend(None, frames_at_once)
+                except (CassetteError, OSError):
+                    return
 
     # -- the index -----------------------------------------------------------------------------------------------
 
-    def _seek(self, wanted: set[str]) -> dict[str, Record] | None:
+    def _prepare(self) -> bool:
+        """Check the file against the index (starting again if it was replaced); False for a file that cannot be
+        indexed (v1)."""
         identity, size = _identity(self.path)
         if self._identity is not None and (identity != self._identity or size < self._size):
             self._reset()  # replaced (a closed recording is rewritten) or cut: the offsets are no longer valid
@@ -112,9 +128,14 @@ class SeekIndex:
         if self._version is None:
             self._version = CassetteReader(self.path).version
         if self._version < 2:
-            return None
+            return False
         if self._resume >= size:
             self._done = True
+        return True
+
+    def _seek(self, wanted: set[str]) -> dict[str, Record] | None:
+        if not self._prepare():
+            return None
         if not wanted <= self.spots.keys() and not self._done:
             self._extend(wanted)
         by_frame: dict[int, dict[int, str]] = defaultdict(dict)
@@ -127,8 +148,9 @@ class SeekIndex:
             found.update(self._read_frame(self.frames[k], seqs))
         return found
 
-    def _extend(self, wanted: set[str]) -> None:
-        """Index frames from where the last search stopped, until every wanted id is found or the file ends."""
+    def _extend(self, wanted: set[str] | None, limit: int | None = None) -> None:
+        """Index frames from where the last search stopped, until every wanted id is found, `limit` frames were
+        indexed, or the file ends."""
         buf, base = _tail(self.path, self._resume)  # the file from `base` on
         try:
             self._size = base + len(buf)
@@ -136,6 +158,7 @@ class SeekIndex:
             start = self._resume
             in_header = start == 0  # the first frame holds the header alone
             noted: list[tuple[str, int]] = []
+            count = 0
             for event in frames.walk(buf, start - base):
                 if isinstance(event, frames.Data):
                     if not in_header:
@@ -157,8 +180,10 @@ class SeekIndex:
                     noted = []
                 if isinstance(event, frames.Cut):
                     break
+                _release(buf, start - base, end - base)
                 self._resume, self._last_seq, start = end, unframer.last_seq, end
-                if wanted <= self.spots.keys():
+                count += 1
+                if (wanted is not None and wanted <= self.spots.keys()) or count == limit:
                     return
             self._done = True
         finally:
@@ -235,6 +260,15 @@ def _identity(path: Location) -> tuple[tuple[Any, ...], int]:
     except OSError as exc:
         raise CassetteError(f"{path}: cannot open: {exc.strerror}") from None
     return (st.st_dev, st.st_ino), st.st_size
+
+
+def _release(buf: mmap.mmap | bytes, start: int, end: int) -> None:
+    """Drop the mapped pages of a frame once indexed: they would otherwise stay in the process's resident set (as
+    file pages, but counted in it) until the whole file had been read."""
+    if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        first = start - start % mmap.PAGESIZE
+        if end > first:
+            buf.madvise(mmap.MADV_DONTNEED, first, end - first)
 
 
 def _tail(path: Location, start: int) -> tuple[mmap.mmap | bytes, int]:

@@ -8,6 +8,7 @@ opened, so a run of 100,000 exchanges costs one small row each here.
 from __future__ import annotations
 
 import sys
+import threading
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable
@@ -90,7 +91,9 @@ class Index:
         self._held: dict[int, Result] = {}
         self._tally: dict[str, _RunTally] = {}
         self._seek: dict[str, SeekIndex] = {}
+        self._cassettes: dict[str, Location] = {}  # every cassette named, in order of first mention
         self._recent: dict[int, dict[str, dict[str, Any]]] = {}
+        self._lock = threading.Lock()  # results are opened from request threads
 
     def add_loaded(self, scores: Scores) -> None:
         """A source whose results are in memory (rescored from cassettes)."""
@@ -122,6 +125,8 @@ class Index:
 
     def _add(self, source: int, result: Result, offset: int) -> int:
         row = _row(len(self.rows), source, result)
+        if result.cassette not in self._cassettes:
+            self._cassettes[result.cassette] = self._locate(source, result.cassette)
         self.by_key[(row.run, row.model, row.test, row.epoch)] = row.n
         self.rows.append(row)
         self._at.append(offset)
@@ -166,30 +171,48 @@ class Index:
             raise BenchError(f"{path}: changed since bench view read it (rescored?); restart bench view")
         return result
 
-    def cassette(self, n: int) -> Location:
-        """Where result n's cassette is: its URL, or its path relative to the scores file's folder."""
-        name = self.result(n).cassette
-        return name if is_url(name) else self.sources[self.rows[n].source].base / name
+    def _locate(self, source: int, name: str) -> Location:
+        """Where a result's cassette is: its URL, or its path relative to the scores file's folder."""
+        return name if is_url(name) else self.sources[source].base / name
+
+    def _seeker(self, where: Location) -> SeekIndex:
+        with self._lock:
+            seek = self._seek.get(str(where))
+            if seek is None:
+                seek = self._seek[str(where)] = SeekIndex(where)
+            return seek
+
+    def warm_in_background(self) -> threading.Thread:
+        """Index every cassette ahead of any click, in a daemon thread: opening a result then reads one frame even
+        the first time (a 100,000-exchange cassette takes a while to index; a click before that waits for the
+        frames up to its own)."""
+
+        def warm() -> None:
+            for where in list(self._cassettes.values()):
+                self._seeker(where).warm()
+
+        thread = threading.Thread(target=warm, name="bench-view-index", daemon=True)
+        thread.start()
+        return thread
 
     def records(self, n: int) -> dict[str, dict[str, Any]]:
         """The result's exchange records by id, read from its cassette through its seek index: one zstd frame per
         record, not the records before it. The last few results read are kept: opening a result and then its raw
         bytes, or the two sides of a flip, reads once."""
-        if n in self._recent:
-            self._recent[n] = self._recent.pop(n)
-            return self._recent[n]
-        wanted = [e.id for e in self.result(n).exchanges]
-        where = self.cassette(n)
-        seek = self._seek.get(str(where))
-        if seek is None:
-            seek = self._seek[str(where)] = SeekIndex(where)
+        with self._lock:
+            if n in self._recent:
+                self._recent[n] = self._recent.pop(n)
+                return self._recent[n]
+        result = self.result(n)
+        seek = self._seeker(self._locate(self.rows[n].source, result.cassette))
         try:
-            found = seek.read(wanted)
+            found = seek.read([e.id for e in result.exchanges])
         except (CassetteError, OSError) as exc:
             raise BenchError(f"cannot read the cassette of this result: {exc}") from None
-        self._recent[n] = found
-        while len(self._recent) > RECENT:
-            del self._recent[next(iter(self._recent))]
+        with self._lock:
+            self._recent[n] = found
+            while len(self._recent) > RECENT:
+                del self._recent[next(iter(self._recent))]
         return found
 
 

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.view.web_app import make_app
 
     index = open_index(args.paths)
+    index.warm_in_background()
     app = make_app(index, token)
     print(f"{len(index.rows)} result(s) in {len(index.runs)} run(s)", flush=True)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -131,3 +132,20 @@ def test_nothing_is_written_into_or_beside_the_cassette(tmp_path: Path, small_fr
     seek.read(["x29", "x1"])
     after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
     assert after == before
+
+
+def test_indexing_ahead_while_another_thread_reads(
+    tmp_path: Path, small_frames: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "run.cassette"
+    clean = {r["id"]: r for r in written(path, 60, close=True)}
+    seek = SeekIndex(path)
+    warming = threading.Thread(target=seek.warm, kwargs={"frames_at_once": 1})
+    warming.start()
+    order = list(clean)
+    random.Random(5).shuffle(order)
+    for rid in order[:20]:  # whatever the two threads' interleaving, every read is whole and right
+        assert seek.read([rid]) == {rid: clean[rid]}
+    warming.join()
+    no_whole_file(monkeypatch)  # indexed to the end: every read is one frame
+    assert seek.read(order) == clean and seek.scans == 0

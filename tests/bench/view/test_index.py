@@ -48,3 +48,13 @@ def test_a_scores_file_changed_under_the_view_is_one_line(smollm2_dir: Path, tmp
     with pytest.raises(BenchError, match="changed since bench view read it") as err:
         detail(index, index.rows[3].n)
     assert "\n" not in str(err.value)
+
+
+def test_cassettes_are_indexed_in_the_background(smollm2_dir: Path) -> None:
+    index = open_index([smollm2_dir])
+    index.warm_in_background().join()
+    (seek,) = index._seek.values()
+    assert len(seek.spots) == 180 and seek.seeks == 0  # indexed, nothing read yet
+    row = index.rows[-1]
+    assert not detail(index, row.n).missing
+    assert seek.seeks == 1 and seek.scans == 0
