@@ -5,8 +5,10 @@ The synthetic run is benchmarks/rescore_speed.py's cassette (half text answers, 
 rescored into a scores file. Each `bench view` server runs in its own process. For each view, a fresh page load is
 timed from navigation start to the frame after the view was drawn (the `bench-view-painted` performance mark that
 the page sets), in interleaved rounds (shipped, synthetic, shipped, ...); the best of the rounds is printed, with the
-synthetic/shipped ratio. One result is opened twice on the synthetic run: its first exchange and its last (the
-cassette is scanned until the result's exchanges are found, so the last one is the worst case).
+synthetic/shipped ratio. One result is opened twice on each run: the first and the last result of the scores file.
+A result's exchanges are read through the cassette's seek index (bench/cassette/seek.py), which the first opening
+builds as far as that exchange's frame: the first round's time of each view is printed too ("cold"). The time each
+server takes to load its scores (start to the printed URL) is printed with its peak RSS.
 
     .venv/bin/python benchmarks/view_speed.py [--exchanges 100000] [--rounds 3]
 """
@@ -28,20 +30,22 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.rescore_speed import bench_catalog, build  # noqa: E402
 from scorer.pipeline import rescore  # noqa: E402
+from scorer.results import Result  # noqa: E402
 from scorer.scores_io import read_scores, write_scores  # noqa: E402
 from tests.bench.view.browser import chromium  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
 
 
-def start(scores: Path) -> tuple[subprocess.Popen[str], str]:
+def start(scores: Path) -> tuple[subprocess.Popen[str], str, float]:
+    t = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench", "view", str(scores), "--no-open"], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("bench view: "):
-            return proc, line.split()[2]
+            return proc, line.split()[2], time.perf_counter() - t
     raise RuntimeError("bench view did not start")
 
 
@@ -62,15 +66,22 @@ def painted_ms(driver: Any, url: str) -> float:
     return float(driver.execute_script(mark)[0])
 
 
-def result_hash(result: dict[str, Any]) -> str:
-    key = {k: result[k] for k in ("run", "model", "test", "epoch")}
+def result_hash(result: Result) -> str:
+    key = {"run": result.run, "model": result.model, "test": result.test, "epoch": result.epoch}
     return "#/result?" + urllib.parse.urlencode(key)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--exchanges", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3, help="the first is reported apart (cold), best of the others")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="build the synthetic run in DIR and keep it; a later run given the same DIR reuses it (building and "
+        "rescoring 100,000 exchanges takes minutes)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -78,35 +89,50 @@ def main() -> None:
         shipped.mkdir()
         shutil.copy(SHIPPED, shipped / SHIPPED.name)
         subprocess.run([sys.executable, "-m", "bench", "rescore", str(shipped)], check=True, capture_output=True)
-        synth = tmp / "synth"
-        synth.mkdir()
-        t = time.perf_counter()
-        build(synth / "synth.cassette", args.exchanges)
-        meta, results = rescore([synth / "synth.cassette"], catalog=bench_catalog(), jobs=1)
-        results = list(results)
-        write_scores(synth / "scores.jsonl", meta, results)
-        print(f"built and rescored {args.exchanges} synthetic exchanges in {time.perf_counter() - t:.0f} s")
+        synth = args.keep or tmp / "synth"
+        synth.mkdir(parents=True, exist_ok=True)
+        if (synth / "scores.jsonl").is_file():
+            _, results = read_scores(synth / "scores.jsonl", exchanges=False)
+            print(f"reusing the synthetic run in {synth}")
+        else:
+            t = time.perf_counter()
+            build(synth / "synth.cassette", args.exchanges)
+            meta, results = rescore([synth / "synth.cassette"], catalog=bench_catalog(), jobs=1)
+            results = list(results)
+            write_scores(synth / "scores.jsonl", meta, results)
+            del meta
+            print(f"built and rescored {args.exchanges} synthetic exchanges in {time.perf_counter() - t:.0f} s")
         _, shipped_results = read_scores(shipped / "scores.jsonl", exchanges=False)
         views = {
             "results table": ("#/results", "#/results"),
             "one result (first)": (result_hash(shipped_results[0]), result_hash(results[0])),
             "one result (last)": (result_hash(shipped_results[-1]), result_hash(results[-1])),
         }
+        n_results = len(results)
+        del results  # the benchmark's own copy: only the servers' memory is measured
         servers = [start(shipped / "scores.jsonl"), start(synth / "scores.jsonl")]
         try:
             with chromium(tmp / "profile") as driver:
+                cold: dict[str, list[float]] = {}
                 best = {name: [float("inf"), float("inf")] for name in views}
-                for _ in range(args.rounds):
+                for round_ in range(args.rounds):
                     for name, hashes in views.items():
-                        for side, ((_, base), fragment) in enumerate(zip(servers, hashes, strict=True)):
-                            best[name][side] = min(best[name][side], painted_ms(driver, base + fragment))
-            print(f"{'view':<22} {'shipped (176 results)':>22} {f'synthetic ({len(results)})':>22} {'ratio':>7}")
+                        for side, ((_, base, _), fragment) in enumerate(zip(servers, hashes, strict=True)):
+                            ms = painted_ms(driver, base + fragment)
+                            if round_ == 0:
+                                cold.setdefault(name, []).append(ms)
+                            else:
+                                best[name][side] = min(best[name][side], ms)
+            head = f"synthetic ({n_results})"
+            print(f"{'view':<22} {'shipped (176 results)':>22} {head:>22} {'ratio':>7}   cold: shipped, synthetic")
             for name, (a, b) in best.items():
-                print(f"{name:<22} {a:>19.0f} ms {b:>19.0f} ms {b / a:>6.1f}x")
-            rss = [peak_rss_mib(proc) for proc, _ in servers]
+                c = cold[name]
+                print(f"{name:<22} {a:>19.0f} ms {b:>19.0f} ms {b / a:>6.1f}x   {c[0]:>6.0f} ms, {c[1]:>6.0f} ms")
+            rss = [peak_rss_mib(proc) for proc, _, _ in servers]
             print(f"server peak RSS: shipped {rss[0]:.0f} MiB, synthetic {rss[1]:.0f} MiB ({rss[1] / rss[0]:.1f}x)")
+            print(f"server start (scores loaded): shipped {servers[0][2]:.1f} s, synthetic {servers[1][2]:.1f} s")
         finally:
-            for proc, _ in servers:
+            for proc, _, _ in servers:
                 proc.terminate()
                 proc.wait(30)
 

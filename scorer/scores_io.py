@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 import orjson
@@ -19,7 +19,7 @@ from scorer.results import ENCODER, FORMAT_NAME, FORMAT_VERSION, META_DECODER, R
 
 T = TypeVar("T")
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "dumps", "read_scores", "write_scores"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "dumps", "open_scores", "read_result_at", "read_scores", "write_scores"]
 
 
 def dumps(line: Meta | Result | Mapping[str, Any]) -> bytes:
@@ -61,38 +61,76 @@ def read_scores(
     details (timings, ITLs: most of a file) as it is read, for callers that compare scores only. `traffic`, when
     given, receives the traffic lines (one per exchange); otherwise they are skipped, as are lines of other kinds. A
     line that is not valid JSON, or whose fields have other types than the format's, is named in a one-line error."""
+    meta, lines = open_scores(path)
+    results: list[Result] = []
+    for _, line in lines:
+        if isinstance(line, Result):
+            if not exchanges:
+                line.exchanges = []
+            results.append(line)
+        elif traffic is not None:
+            traffic.append(line)
+    return meta, results
+
+
+def open_scores(path: Path) -> tuple[Meta, Iterator[tuple[int, Result | dict[str, Any]]]]:
+    """The meta line (checked), and the lines after it as they are read: (byte offset of the line, its result or
+    its traffic map); lines of other kinds are skipped. For readers that keep only part of each result and read the
+    rest again when needed (`read_result_at`)."""
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            first = fh.readline()
-            if not first.strip():
-                raise BenchError(f"{path}: empty scores file; run `bench rescore` again")
-            head = _parse(path, first)
-            if not isinstance(head, dict) or head.get("kind") != "meta" or head.get("format") != FORMAT_NAME:
-                raise BenchError(f"{path}: not a bench scores file (no meta line); pass a file `bench rescore` wrote")
-            version = head.get("version")
-            if not isinstance(version, int) or version > FORMAT_VERSION:
-                raise BenchError(
-                    f"{path}: scores format version {version!r} is newer than this bench reads; upgrade bench"
-                )
-            meta = _decode(path, 1, first, META_DECODER)
-            results: list[Result] = []
+        fh = open(path, "rb")  # noqa: SIM115 (the generator below owns it and closes it)
+        first = fh.readline()
+    except OSError as exc:
+        raise BenchError(f"cannot read scores file {path}: {exc.strerror}; run `bench rescore` first") from None
+    try:
+        if not first.strip():
+            raise BenchError(f"{path}: empty scores file; run `bench rescore` again")
+        head = _parse(path, first)
+        if not isinstance(head, dict) or head.get("kind") != "meta" or head.get("format") != FORMAT_NAME:
+            raise BenchError(f"{path}: not a bench scores file (no meta line); pass a file `bench rescore` wrote")
+        version = head.get("version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise BenchError(f"{path}: scores format version {version!r} is newer than this bench reads; upgrade bench")
+        meta = _decode(path, 1, first, META_DECODER)
+    except BaseException:
+        fh.close()
+        raise
+    return meta, _lines(path, fh, len(first))
+
+
+def _lines(path: Path, fh: BinaryIO, offset: int) -> Iterator[tuple[int, Result | dict[str, Any]]]:
+    with fh:
+        try:
             for number, line in enumerate(fh, start=2):
+                at = offset
+                offset += len(line)
                 if not line.strip():
                     continue
                 if b'"kind":"result"' not in line:
                     other = _parse(path, line)
-                    if traffic is not None and isinstance(other, dict) and other.get("kind") == "traffic":
-                        traffic.append(other)
+                    if isinstance(other, dict) and other.get("kind") == "traffic":
+                        yield at, other
                     if not isinstance(other, dict) or other.get("kind") != "result":
                         continue
-                result = _decode(path, number, line, RESULT_DECODER)
-                if not exchanges:
-                    result.exchanges = []
-                results.append(result)
+                yield at, _decode(path, number, line, RESULT_DECODER)
+        except OSError as exc:
+            raise BenchError(f"cannot read scores file {path}: {exc.strerror}; run `bench rescore` first") from None
+
+
+def read_result_at(path: Path, offset: int) -> Result | None:
+    """The result on the line at `offset` (from `open_scores`), or None when no result is there (the file changed
+    since); one line naming the file when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            line = fh.readline()
     except OSError as exc:
-        raise BenchError(f"cannot read scores file {path}: {exc.strerror}; run `bench rescore` first") from None
-    return meta, results
+        raise BenchError(f"cannot read scores file {path}: {exc.strerror}") from None
+    try:
+        return RESULT_DECODER.decode(line)
+    except msgspec.DecodeError:  # ValidationError included
+        return None
 
 
 def _parse(path: Path, line: bytes) -> object:

@@ -69,6 +69,16 @@ def split(data: bytes) -> tuple[bytes, list[int] | None]:
     raise ValueError(f"unknown or malformed time column (kind {kind})")
 
 
+def record_part(data: bytes) -> memoryview:
+    """The msgpack record of a v2 payload without decoding its column (for readers that need a field or two)."""
+    if len(data) < HEAD.size:
+        raise ValueError("payload shorter than its column header")
+    _, n = HEAD.unpack_from(data)
+    if HEAD.size + n > len(data):
+        raise ValueError("column longer than its payload")
+    return memoryview(data)[HEAD.size + n :]
+
+
 def _unshuffle(column: bytes) -> list[int]:
     if len(column) % _WIDE:
         raise ValueError("uint32 time column of a length that is not a multiple of 4")

@@ -40,6 +40,7 @@ class Data:
 @dataclass(frozen=True)
 class FrameEnd:
     frame: int
+    end: int = 0  # offset just past the frame: where the next one starts (bench.cassette.seek indexes by it)
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,11 @@ def open_bytes(path: Path | str) -> mmap.mmap | bytes:
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def walk(buf: mmap.mmap | bytes) -> Iterator[Event]:
-    """Every frame's decompressed data in order; damage and junk become `Skipped` and the walk goes on."""
+def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
+    """Every frame's decompressed data in order, from the frame at `start` (a frame's first byte; frame numbers
+    count from there); damage and junk become `Skipped` and the walk goes on."""
     n = len(buf)
-    pos = 0
+    pos = start
     frame = 0
     dctx = zstandard.ZstdDecompressor()
     while pos < n:
@@ -127,8 +129,8 @@ def walk(buf: mmap.mmap | bytes) -> Iterator[Event]:
             pos = resume
             frame += 1
             continue
-        yield FrameEnd(frame)
         pos = fed - len(dobj.unused_data)
+        yield FrameEnd(frame, pos)
         frame += 1
 
 

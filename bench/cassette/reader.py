@@ -196,11 +196,8 @@ class CassetteReader:
 
     def _decode(self, seq: int, payload: bytes) -> Iterator[Record]:
         try:
-            packed, times = columns.split(payload)
-            obj = msgpack.unpackb(packed, raw=False)
-            if times is not None:
-                obj["response"]["chunk_us"] = times
-        except (msgpack.UnpackException, ValueError, TypeError, KeyError, IndexError):
+            obj = unpack_payload(payload)
+        except PAYLOAD_ERRORS:
             self._bad_records += 1
             return
         record = self._accept(obj)
@@ -253,6 +250,27 @@ class CassetteReader:
         if self.error is None:
             return None
         return f"{self.path}: read {self.exchanges} exchange(s); {self.error}"
+
+
+# What a damaged payload can raise when unpacked.
+PAYLOAD_ERRORS = (msgpack.UnpackException, ValueError, TypeError, KeyError, IndexError)
+
+
+def unpack_payload(payload: bytes) -> Any:
+    """A v2 record's payload (its checksum already checked) as the map it holds, its time column put back."""
+    packed, times = columns.split(payload)
+    obj = msgpack.unpackb(packed, raw=False)
+    if times is not None:
+        obj["response"]["chunk_us"] = times
+    return obj
+
+
+def exchange_of(obj: Any, version: int) -> Record | None:
+    """An unpacked record as the exchange a reader returns, or None when it is not a well-formed exchange."""
+    if not isinstance(obj, dict) or obj.get("kind") != EXCHANGE:
+        return None
+    record = _well_formed(obj)
+    return None if record is None else upgrade(record, version)
 
 
 def _well_formed(record: Record) -> Record | None:

@@ -137,7 +137,7 @@ def _exchange(entry: ExchangeScore, record: dict[str, Any], scored: bool) -> Exc
 
 
 def detail(index: Index, n: int) -> Detail:
-    result = index.results[n]
+    result = index.result(n)
     records = index.records(n)
     entries = result.exchanges
     checks = [

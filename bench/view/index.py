@@ -1,11 +1,15 @@
 """What `bench view` serves, loaded once: every result of every scores source, as typed rows, plus the runs.
 
-Scores are read with the scorer's own loader (a scores file, or a folder rescored in memory); a result's exchanges
-are read from its cassette only when one result is opened, so a run of 100,000 exchanges costs one row each here.
+Scores are read with the scorer's own readers (a scores file a line at a time, or cassettes rescored in memory); a
+result's checks and exchange list are read again from its line, and its exchanges from its cassette, only when it is
+opened, so a run of 100,000 exchanges costs one small row each here.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -13,11 +17,13 @@ from typing import Any
 
 import msgspec
 
-from bench.cassette import CassetteReader
+from bench.cassette.seek import SeekIndex
 from bench.errors import BenchError, CassetteError
-from scorer.report.load import Scores, load
+from bench.storage import Location, is_url
+from scorer.report.load import Scores, load, paused_gc, scores_file
 from scorer.report.stats import wilson
 from scorer.results import ExchangeScore, Meta, Result
+from scorer.scores_io import open_scores, read_result_at
 
 RECENT = 8  # results whose records stay in memory after being opened
 
@@ -60,20 +66,85 @@ class Run(msgspec.Struct):
     results: int
 
 
+class _RunTally:
+    """What the Runs view needs of a run, gathered as its results are read."""
+
+    def __init__(self, source: int, settings: dict[str, Any]) -> None:
+        self.source = source
+        self.settings = settings  # the first result's sampling settings
+        self.counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # model -> [passed, scored]
+        self.fingerprints: set[str] = set()
+        self.results = 0
+
+
 class Index:
-    def __init__(self, sources: list[Scores]) -> None:
-        self.sources = sources
+    """Every result as a Row; the rest of a result (checks, exchanges) is read again from its scores file when one
+    is opened (results rescored in memory are kept whole), and its exchanges are read from the cassette through a
+    seek index (bench.cassette.seek), so memory is one small row per result."""
+
+    def __init__(self) -> None:
+        self.sources: list[Scores] = []
         self.rows: list[Row] = []
-        self._recent: dict[int, dict[str, dict[str, Any]]] = {}
-        self.results: list[Result] = []
         self.by_key: dict[tuple[str, str, str, int], int] = {}
-        for s, scores in enumerate(sources):
-            for result in [*scores.results, *_untagged(scores)]:
-                row = _row(len(self.rows), s, result)
-                self.by_key[(row.run, row.model, row.test, row.epoch)] = row.n
-                self.rows.append(row)
-                self.results.append(result)
-        self.runs = _runs(self)
+        self._files: list[Path | None] = []  # per source: the scores file its results are read again from
+        self._at = array("q")  # per row: the byte offset of its line in that file, or -1 (held in memory)
+        self._held: dict[int, Result] = {}
+        self._tally: dict[str, _RunTally] = {}
+        self._seek: dict[str, SeekIndex] = {}
+        self._cassettes: dict[str, Location] = {}  # every cassette named, in order of first mention
+        self._recent: dict[int, dict[str, dict[str, Any]]] = {}
+        self._lock = threading.Lock()  # results are opened from request threads
+
+    def add_loaded(self, scores: Scores) -> None:
+        """A source whose results are in memory (rescored from cassettes)."""
+        s = self._source(scores, None)
+        for result in [*scores.results, *_untagged(scores.results, scores.traffic)]:
+            self._held[self._add(s, result, -1)] = result
+
+    def add_file(self, path: Path) -> None:
+        """A scores file, read a line at a time: each result leaves a row and its line's offset."""
+        meta, lines = open_scores(path)
+        s = self._source(Scores(str(path), path.parent, meta, []), path)
+        covered: set[tuple[str, str]] = set()
+        traffic: list[dict[str, Any]] = []
+        with paused_gc():
+            for offset, line in lines:
+                if isinstance(line, Result):
+                    covered.update((line.cassette, e.id) for e in line.exchanges)
+                    self._add(s, line, offset)
+                elif (str(line.get("cassette")), str(line.get("id"))) not in covered:
+                    # bench rescore writes every result line before the traffic lines: the set is complete here.
+                    traffic.append(line)
+        for result in _untagged([], traffic):
+            self._held[self._add(s, result, -1)] = result
+
+    def _source(self, scores: Scores, path: Path | None) -> int:
+        self.sources.append(scores)
+        self._files.append(path)
+        return len(self.sources) - 1
+
+    def _add(self, source: int, result: Result, offset: int) -> int:
+        row = _row(len(self.rows), source, result)
+        if result.cassette not in self._cassettes:
+            self._cassettes[result.cassette] = self._locate(source, result.cassette)
+        self.by_key[(row.run, row.model, row.test, row.epoch)] = row.n
+        self.rows.append(row)
+        self._at.append(offset)
+        tally = self._tally.get(row.run)
+        if tally is None:
+            tally = self._tally[row.run] = _RunTally(source, dict(result.settings))
+        tally.results += 1
+        count = tally.counts[row.model]
+        # As in the reports: results that errored in transport (status "errored") are left out of pass rates.
+        if result.status == "scored":
+            count[1] += 1
+            count[0] += row.passed is True
+        if result.system_fingerprint:
+            tally.fingerprints.add(result.system_fingerprint)
+        return row.n
+
+    def finish(self) -> None:
+        self.runs = _runs(self.sources, self._tally)
         self.facets = {
             "run": sorted({r.run for r in self.rows}),
             "model": sorted({r.model for r in self.rows}),
@@ -87,47 +158,73 @@ class Index:
             raise KeyError(f"no result for run {run!r}, model {model!r}, test {test!r}, epoch {epoch}")
         return n
 
-    def cassette_path(self, n: int) -> Path:
-        return self.sources[self.rows[n].source].base / self.results[n].cassette
+    def result(self, n: int) -> Result:
+        """Result n whole: held, or read again from its line of the scores file (checked to be the same result)."""
+        held = self._held.get(n)
+        if held is not None:
+            return held
+        row = self.rows[n]
+        path = self._files[row.source]
+        assert path is not None
+        result = read_result_at(path, self._at[n])
+        if result is None or _key(result) != (row.run, row.model, row.test, row.epoch):
+            raise BenchError(f"{path}: changed since bench view read it (rescored?); restart bench view")
+        return result
+
+    def _locate(self, source: int, name: str) -> Location:
+        """Where a result's cassette is: its URL, or its path relative to the scores file's folder."""
+        return name if is_url(name) else self.sources[source].base / name
+
+    def _seeker(self, where: Location) -> SeekIndex:
+        with self._lock:
+            seek = self._seek.get(str(where))
+            if seek is None:
+                seek = self._seek[str(where)] = SeekIndex(where)
+            return seek
+
+    def warm_in_background(self) -> threading.Thread:
+        """Index every cassette ahead of any click, in a daemon thread: opening a result then reads one frame even
+        the first time (a 100,000-exchange cassette takes a while to index; a click before that waits for the
+        frames up to its own)."""
+
+        def warm() -> None:
+            for where in list(self._cassettes.values()):
+                self._seeker(where).warm()
+
+        thread = threading.Thread(target=warm, name="bench-view-index", daemon=True)
+        thread.start()
+        return thread
 
     def records(self, n: int) -> dict[str, dict[str, Any]]:
-        """The result's exchange records by id, read from its cassette (a streaming scan that stops when all are
-        found, so memory stays one record at a time). The last few results read are kept: opening a result and then
-        its raw bytes, or the two sides of a flip, scans once."""
-        if n in self._recent:
-            self._recent[n] = self._recent.pop(n)
-            return self._recent[n]
-        found = self._scan(n)
-        self._recent[n] = found
-        while len(self._recent) > RECENT:
-            del self._recent[next(iter(self._recent))]
-        return found
-
-    def _scan(self, n: int) -> dict[str, dict[str, Any]]:
-        wanted = {e.id for e in self.results[n].exchanges}
-        found: dict[str, dict[str, Any]] = {}
-        if not wanted:
-            return found
+        """The result's exchange records by id, read from its cassette through its seek index: one zstd frame per
+        record, not the records before it. The last few results read are kept: opening a result and then its raw
+        bytes, or the two sides of a flip, reads once."""
+        with self._lock:
+            if n in self._recent:
+                self._recent[n] = self._recent.pop(n)
+                return self._recent[n]
+        result = self.result(n)
+        seek = self._seeker(self._locate(self.rows[n].source, result.cassette))
         try:
-            for record in CassetteReader(self.cassette_path(n)):
-                if str(record.get("id")) in wanted:
-                    found[str(record.get("id"))] = record
-                    if len(found) == len(wanted):
-                        break
+            found = seek.read([e.id for e in result.exchanges])
         except (CassetteError, OSError) as exc:
             raise BenchError(f"cannot read the cassette of this result: {exc}") from None
+        with self._lock:
+            self._recent[n] = found
+            while len(self._recent) > RECENT:
+                del self._recent[next(iter(self._recent))]
         return found
 
 
 UNTAGGED = "untagged"
 
 
-def _untagged(scores: Scores) -> list[Result]:
+def _untagged(results: list[Result], traffic: list[dict[str, Any]]) -> list[Result]:
     """Exchanges that no result covers (untagged traffic no rule scored), as unscored results of the run
     "untagged", suite = endpoint and test = cassette#id, so they browse like any result."""
-    covered = {(r.cassette, e.id) for r in scores.results for e in r.exchanges}
+    covered = {(r.cassette, e.id) for r in results for e in r.exchanges}
     found = []
-    for entry in scores.traffic:
+    for entry in traffic:
         key = (str(entry.get("cassette")), str(entry.get("id")))
         if key in covered:
             continue
@@ -152,7 +249,6 @@ def _untagged(scores: Scores) -> list[Result]:
                         ttft_us=entry.get("ttft_us"),
                         e2el_us=entry.get("e2el_us"),
                         tpot_us=entry.get("tpot_us"),
-                        itl_us=entry.get("itl_us"),
                         output_tokens=entry.get("output_tokens"),
                         tokens_source=entry.get("tokens_source"),
                         n_events=int(entry.get("n_events") or 0),
@@ -161,6 +257,10 @@ def _untagged(scores: Scores) -> list[Result]:
             )
         )
     return found
+
+
+def _key(result: Result) -> tuple[str, str, str, int]:
+    return (result.run or "", result.model or "", result.test, result.epoch)
 
 
 def _final(result: Result) -> ExchangeScore:
@@ -172,13 +272,14 @@ def _row(n: int, source: int, r: Result) -> Row:
     final = _final(r)
     return Row(
         n=n,
-        run=r.run or "",
-        model=r.model or "",
-        suite=r.suite or "",
-        test=r.test,
+        # Interned: a run of 100,000 results repeats a handful of these; each line read would keep its own copy.
+        run=sys.intern(r.run or ""),
+        model=sys.intern(r.model or ""),
+        suite=sys.intern(r.suite or ""),
+        test=sys.intern(r.test),
         epoch=r.epoch,
         passed=r.passed,
-        failure_type=r.failure_type,
+        failure_type=None if r.failure_type is None else sys.intern(r.failure_type),
         score=r.score,
         ttft_us=final.ttft_us,
         e2el_us=final.e2el_us,
@@ -188,25 +289,12 @@ def _row(n: int, source: int, r: Result) -> Row:
     )
 
 
-def _runs(index: Index) -> list[Run]:
-    counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    fingerprints: dict[str, set[str]] = defaultdict(set)
-    first: dict[str, int] = {}
-    for row, result in zip(index.rows, index.results, strict=True):
-        c = counts[row.run][row.model]
-        # As in the reports: results that errored in transport (status "errored") are left out of pass rates.
-        if result.status == "scored":
-            c[1] += 1
-            c[0] += row.passed is True
-        first.setdefault(row.run, row.n)
-        if result.system_fingerprint:
-            fingerprints[row.run].add(result.system_fingerprint)
+def _runs(sources: list[Scores], tallies: dict[str, _RunTally]) -> list[Run]:
     runs = []
-    for run_id, models in counts.items():
-        n0 = first[run_id]
-        source = index.sources[index.rows[n0].source]
+    for run_id, tally in tallies.items():
+        source = sources[tally.source]
         rates = []
-        for model, (passed, n) in sorted(models.items()):
+        for model, (passed, n) in sorted(tally.counts.items()):
             low, high = wilson(passed, n)
             rates.append(ModelRate(model, passed, n, passed / n if n else 0.0, low, high))
         runs.append(
@@ -214,10 +302,10 @@ def _runs(index: Index) -> list[Run]:
                 id=run_id,
                 source=source.source,
                 models=rates,
-                settings=dict(index.results[n0].settings),
-                fingerprints=sorted(fingerprints[run_id]),
+                settings=tally.settings,
+                fingerprints=sorted(tally.fingerprints),
                 catalog_hash=_catalog_hash(source.meta, run_id),
-                results=sum(1 for r in index.rows if r.run == run_id),
+                results=tally.results,
             )
         )
     return runs
@@ -230,9 +318,17 @@ def _catalog_hash(meta: Meta, run_id: str) -> str | None:
     return None
 
 
-def open_index(paths: Iterable[Path]) -> Index:
-    """Load every PATH (a scores file, a folder with scores.jsonl, or cassettes to rescore in memory)."""
-    index = Index([load(Path(p)) for p in paths])
+def open_index(paths: Iterable[Location]) -> Index:
+    """Load every PATH (a scores file, a folder with scores.jsonl, cassettes to rescore in memory, or cassettes at
+    an object-storage URL, also rescored in memory)."""
+    index = Index()
+    for path in paths:
+        found = scores_file(path)
+        if found is not None:
+            index.add_file(found)
+        else:
+            index.add_loaded(load(path))
     if not index.rows:
         raise BenchError("no results and no exchanges in the given paths; record a run or run `bench rescore PATH`")
+    index.finish()
     return index

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
-from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.storage import location
 
 
 def register(subparsers: Any) -> None:
@@ -18,7 +18,13 @@ def register(subparsers: Any) -> None:
         description="Serve a local web app over scores files and cassettes: runs, results (filtered, sorted, paged), "
         "one result's conversation, checks and stream timeline, and two runs compared.",
     )
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="scores file, cassette, or folder of them")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        type=location,
+        metavar="PATH",
+        help="scores file, cassette, folder of them, or cassettes at an object-storage URL (s3://bucket/prefix)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one, printed)")
     p.add_argument(
@@ -59,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.view.web_app import make_app
 
     index = open_index(args.paths)
+    index.warm_in_background()
     app = make_app(index, token)
     print(f"{len(index.rows)} result(s) in {len(index.runs)} run(s)", flush=True)
 

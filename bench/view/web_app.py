@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections.abc import Awaitable, Callable
 from importlib import resources
@@ -99,7 +100,8 @@ async def result(request: web.Request) -> web.StreamResponse:
     except KeyError as exc:
         return _bad(str(exc.args[0]), 404)
     try:
-        return _json(detail(request.app[INDEX_KEY], n))
+        # In a thread: reading a cassette (indexing it, the first time) must not stall the results table.
+        return _json(await asyncio.to_thread(detail, request.app[INDEX_KEY], n))
     except BenchError as exc:
         return _bad(str(exc), 500)
 
@@ -107,7 +109,7 @@ async def result(request: web.Request) -> web.StreamResponse:
 async def raw(request: web.Request) -> web.StreamResponse:
     try:
         n = _result_n(request)
-        body = raw_stream(request.app[INDEX_KEY], n, request.query.get("id", ""))
+        body = await asyncio.to_thread(raw_stream, request.app[INDEX_KEY], n, request.query.get("id", ""))
     except ValueError as exc:
         return _bad(str(exc))
     except KeyError as exc:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.storage import Location, is_url
 from scorer.results import Meta, Result
 
 SCORES_NAME = "scores.jsonl"
@@ -26,30 +27,45 @@ class Scores:
     traffic: list[dict[str, Any]] = field(default_factory=list)  # one line per exchange (scorer.traffic_lines)
 
 
-def load(path: Path, *, jobs: int = 1) -> Scores:
-    """Read PATH: a scores file, a folder holding scores.jsonl, or a folder of cassettes to rescore in memory."""
+def scores_file(path: Location) -> Path | None:
+    """The scores file `load(path)` reads, or None when it rescores cassettes in memory (a cassette, a folder of
+    them without scores.jsonl, an object-storage URL). For readers that stream the file themselves."""
+    if is_url(path):
+        return None
+    path = Path(path)
     if not path.exists():
         raise BenchError(f"{path}: no such file or folder; give a scores file or a folder of cassettes")
     if path.is_dir():
-        scores_file = path / SCORES_NAME
-        if scores_file.is_file():
-            return _from_file(scores_file)
+        inside = path / SCORES_NAME
+        return inside if inside.is_file() else None
+    return None if path.suffix == ".cassette" else path
+
+
+def load(path: Location, *, jobs: int = 1) -> Scores:
+    """Read PATH: a scores file, a folder holding scores.jsonl, a folder of cassettes to rescore in memory, or
+    cassettes on object storage (a URL to one or to a prefix, docs/scale.md), also rescored in memory."""
+    found = scores_file(path)
+    if found is not None:
+        return _from_file(found)
+    traffic: list[dict[str, Any]] = []
+    if is_url(path):
+        meta, results = _rescore([path], jobs, traffic)
+        # Results name these cassettes by their URLs; the base only resolves relative names.
+        return Scores(f"{path} (rescored in memory)", Path.cwd(), meta, results, traffic)
+    path = Path(path)
+    if path.is_dir():
         cassettes = sorted(path.rglob("*.cassette"))
         if not cassettes:
             raise BenchError(
                 f"{path}: no {SCORES_NAME} and no *.cassette files in it; record a run or run bench rescore"
             )
-        traffic: list[dict[str, Any]] = []
         meta, results = _rescore(cassettes, jobs, traffic)
         return Scores(f"{path} (rescored in memory)", path, meta, results, traffic)
-    if path.suffix == ".cassette":
-        traffic = []
-        meta, results = _rescore([path], jobs, traffic)
-        return Scores(f"{path} (rescored in memory)", path.parent, meta, results, traffic)
-    return _from_file(path)
+    meta, results = _rescore([path], jobs, traffic)  # a cassette
+    return Scores(f"{path} (rescored in memory)", path.parent, meta, results, traffic)
 
 
-def _rescore(paths: list[Path], jobs: int, traffic: list[dict[str, Any]]) -> tuple[Meta, list[Result]]:
+def _rescore(paths: Sequence[Location], jobs: int, traffic: list[dict[str, Any]]) -> tuple[Meta, list[Result]]:
     # Imported lazily: rescoring pulls in the catalog and every evaluator, which a report on a scores file never needs.
     from scorer import pipeline
 

@@ -66,7 +66,7 @@ def test_failures_one_result_and_a_deep_link(browser: Any, smollm2_index: Index,
         rows[0].find_element("css selector", "a").click()
         _wait(browser, ".exchange .timeline svg")
         row = next(r for r in smollm2_index.rows if r.passed is False)
-        result = smollm2_index.results[row.n]
+        result = smollm2_index.result(row.n)
         timelines = browser.find_elements("css selector", ".exchange .timeline")
         assert len(timelines) == len(result.exchanges)
         for timeline, scored in zip(timelines, result.exchanges, strict=True):
