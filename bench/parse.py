@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from bench.cassette.records import Exchange
 from bench.chunks import Delta, FunctionDelta, decode_chunk, decode_chunks
 from bench.decoding import decoded_record_reads
 from bench.endpoints import CHAT, RESPONSES, endpoint_of
@@ -140,7 +141,7 @@ class ParsedExchange:
 
 
 def parse_exchange(
-    record: dict[str, Any],
+    record: Exchange,
     *,
     max_tokens: int | None = None,
     deadline_us: int | None = None,
@@ -149,25 +150,24 @@ def parse_exchange(
     """Parse one cassette exchange record. `max_tokens` / `deadline_us` cut the stream as if generation had stopped
     after that many completion tokens / the client had given up that long after sending the request.
     `keep_events` keeps every parsed chunk in `.events` (off by default: it triples the memory and GC work)."""
-    response = record.get("response") or {}
-    request = record.get("request") or {}
-    chunks: list[bytes] = response.get("chunks") or []
-    times = list(accumulate(response.get("chunk_us") or [0] * len(chunks)))
+    response = record.response
+    request = record.request
+    chunks: list[bytes] = response.chunks
+    times = list(accumulate(response.chunk_us or [0] * len(chunks)))
     # A compressed body is parsed decoded, each read's piece at that read's time (bench.decoding).
-    decoded = decoded_record_reads(response.get("headers") or (), chunks)
+    decoded = decoded_record_reads(response.headers, chunks)
     chunks = decoded.pieces
     parsed = ParsedExchange(
-        id=str(record.get("id", "")),
-        endpoint=endpoint_of(request.get("path")),
-        status=response.get("status"),
-        outcome=str(record.get("outcome", "complete")),
-        streamed=bool(response.get("streamed")),
-        error=record.get("error"),
-        tags=dict(record.get("tags") or {}),
-        request_body=request.get("body") or b"",
+        id=record.id,
+        endpoint=endpoint_of(request.path),
+        status=response.status,
+        outcome=record.outcome,
+        streamed=response.streamed,
+        error=record.error,
+        tags=dict(record.tags),
+        request_body=request.body,
     )
-    lag = (record.get("timing") or {}).get("loop_lag_us")
-    parsed.timing.loop_lag_us = lag if isinstance(lag, int) else None
+    parsed.timing.loop_lag_us = record.timing.loop_lag_us
     if deadline_us is not None and times and times[-1] > deadline_us:
         keep = sum(1 for t in times if t <= deadline_us)
         chunks, times = chunks[:keep], times[:keep]

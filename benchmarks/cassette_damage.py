@@ -28,7 +28,12 @@ sys.path.insert(0, str(ROOT))
 from bench.cassette import CassetteReader, CassetteWriter  # noqa: E402
 from bench.cassette import compact as compact_module  # noqa: E402
 from bench.cassette import writer as writer_module  # noqa: E402
-from bench.cassette.records import RunMeta  # noqa: E402
+from bench.cassette.records import (  # noqa: E402
+    Exchange,
+    Request,
+    Response,
+    RunMeta,
+)
 from bench.errors import CassetteError  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
@@ -65,12 +70,11 @@ def written(path: Path, n: int, close: bool) -> None:
         k = rng.randint(5, 60)
         chunks = [b'data: {"choices":[{"delta":{"content":" %s"}}]}\n\n' % rng.choice(words) for _ in range(k)]
         w.put(
-            {
-                "id": f"x{i}",
-                "request": {"method": "POST", "path": "/v1/chat/completions", "body": b"{}"},
-                "response": {"status": 200, "chunks": chunks, "chunk_us": [rng.randint(0, 30000) for _ in chunks]},
-                "outcome": "complete",
-            }
+            Exchange(
+                id=f"x{i}",
+                request=Request(method="POST", path="/v1/chat/completions", body=b"{}"),
+                response=Response(status=200, chunks=chunks, chunk_us=[rng.randint(0, 30000) for _ in chunks]),
+            )
         )
         while w.stats.records < i + 2:  # one batch per record: many blocks, as a paced recording writes
             time.sleep(0.0005)

@@ -36,7 +36,7 @@ import zstandard  # noqa: E402
 from bench.cassette import CassetteReader, CassetteWriter, Redactor  # noqa: E402
 from bench.cassette.cassette_command import traffic_bytes  # noqa: E402
 from bench.cassette.compact import compact, level_for  # noqa: E402
-from bench.cassette.records import Header  # noqa: E402
+from bench.cassette.records import Exchange, Header  # noqa: E402
 from bench.cassette.writer import Packed  # noqa: E402
 
 Record = dict[str, Any]
@@ -56,11 +56,10 @@ class V1:
         self.cobj = zstandard.ZstdCompressor(level=3).compressobj()
         self.write(bytes(self.packer.pack({**msgspec.to_builtins(header), "version": 1})))
 
-    def pack(self, record: Record) -> bytes:
-        record = dict(record)
-        record["kind"] = "exchange"
+    def pack(self, record: Exchange) -> bytes:
+        # Redaction changes nothing in these records (they were redacted when recorded): no copy is needed.
         self.redactor.redact_exchange(record)
-        return bytes(self.packer.pack(record))
+        return bytes(self.packer.pack(msgspec.to_builtins(record, builtin_types=(bytes,))))
 
     def write(self, data: bytes, end: bool = False) -> None:
         flush = zstandard.COMPRESSOBJ_FLUSH_FINISH if end else zstandard.COMPRESSOBJ_FLUSH_BLOCK
@@ -77,8 +76,8 @@ class V2:
     def __init__(self, path: Path, header: Header) -> None:
         self.w = CassetteWriter(path, settings=header.settings, run=header.run, compact_on_close=False)
 
-    def pack(self, record: Record) -> Packed:
-        return self.w.pack_exchange(dict(record))
+    def pack(self, record: Exchange) -> Packed:
+        return self.w.pack_exchange(record)
 
     def write(self, data: Packed) -> None:
         self.w._write_now([data])
@@ -88,12 +87,12 @@ class V2:
             self.w._closing = True
             self.w._cond.notify_all()
         self.w._thread.join()
-        self.w._write_now([(self.w._packer.pack(end), None)], end_frame=True)
+        self.w._write_now([(msgpack.packb(end, use_bin_type=True), None)], end_frame=True)
         os.close(self.w._fd)
 
 
 def write(
-    kind: type[V1] | type[V2], path: Path, header: Header, records: list[Record], end: Record
+    kind: type[V1] | type[V2], path: Path, header: Header, records: list[Exchange], end: Record
 ) -> tuple[float, float]:
     """Write a cassette; returns (pack CPU s, compress+write CPU s) per exchange."""
     writer = kind(path, header)
@@ -117,7 +116,7 @@ def read_all(path: Path) -> int:
 # -- the mock recording -------------------------------------------------------------------------------------------
 
 
-async def mock_records(directory: Path, streams: int = 20, tokens: int = 40) -> list[Record]:
+async def mock_records(directory: Path, streams: int = 20, tokens: int = 40) -> list[Exchange]:
     """20 paced streams of ~200-byte chunks through the real proxy in record mode; its records as read back."""
     import aiohttp
     import proxy_overhead
@@ -173,7 +172,7 @@ def median_ratio(pairs: list[tuple[float, float]]) -> float:
     return statistics.median(b for _, b in pairs) / statistics.median(a for a, _ in pairs)
 
 
-def measure(name: str, header: Header, records: list[Record], rounds: int, tmp: Path) -> None:
+def measure(name: str, header: Header, records: list[Exchange], rounds: int, tmp: Path) -> None:
     end = {"kind": "end", "closed": "x", "exchanges": len(records), "queue_full_waits": 0}
     raw = sum(traffic_bytes(r) for r in records)
     pack: list[tuple[float, float]] = []

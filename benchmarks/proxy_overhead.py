@@ -349,20 +349,20 @@ def recorded(directory: Path, streams: int) -> Recorded:
         out.size += path.stat().st_size
         for record in CassetteReader(path):
             out.exchanges += 1
-            timing, response = record["timing"], record["response"]
-            out.before_us.append(int(timing["sent_upstream"]))
-            out.own_us.append(int(timing["proxy_us"]))
-            resp = int(response["raw_bytes"])
+            timing, response = record.timing, record.response
+            out.before_us.append(timing.sent_upstream or 0)
+            out.own_us.append(timing.proxy_us)
+            resp = response.raw_bytes
             out.raw_resp += resp
-            out.raw_all += resp + len(record["request"]["body"])
-            seed = int(json.loads(record["request"]["body"])["seed"])
+            out.raw_all += resp + len(record.request.body)
+            seed = int(json.loads(record.request.body)["seed"])
             if seed < LOAD_SEED:
                 continue
-            if timing.get("loop_lag_us") is not None:
-                out.loop_lag_us.append(int(timing["loop_lag_us"]))
-            times = list(itertools.accumulate(int(d) / 1e6 for d in response["chunk_us"]))
+            if timing.loop_lag_us is not None:
+                out.loop_lag_us.append(timing.loop_lag_us)
+            times = list(itertools.accumulate(d / 1e6 for d in response.chunk_us))
             gaps = out.itl_rounds.setdefault((seed - LOAD_SEED) // streams, [])
-            gaps.extend(token_gaps(times, list(response["chunks"])))
+            gaps.extend(token_gaps(times, list(response.chunks)))
     return out
 
 

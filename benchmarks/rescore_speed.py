@@ -211,8 +211,8 @@ def build_traffic(path: Path, n: int, api: str) -> None:
             is_tool = i % 2 == 1
             chunks = response_stream(i, is_tool) if api == "responses" else stream(i, is_tool)
             record = exchange_record(chunks, id=f"x{i}", request={"model": "m", "stream": True}, event_us=7000)
-            record["request"]["path"] = "/v1/responses" if api == "responses" else "/v1/chat/completions"
-            record["request"]["headers"].append(["User-Agent", "OpenAI/Python 1.99.0"])
+            record.request.path = "/v1/responses" if api == "responses" else "/v1/chat/completions"
+            record.request.headers.append(["User-Agent", "OpenAI/Python 1.99.0"])
             w.put(record)
 
 

@@ -291,7 +291,7 @@ async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseReque
     if isinstance(body, web.Response):
         return body
     path, _, query = request.raw_path.partition("?")
-    headers = [[k, v] for k, v in request.headers.items()]
+    headers = [[str(k), v] for k, v in request.headers.items()]  # str: a record holds plain strings, not istr
     tags = {k[len(TAG_PREFIX) :].lower(): v for k, v in headers if k.lower().startswith(TAG_PREFIX)}
     # Replay needs the fingerprint now; recording computes it after the response; passthrough never.
     fp = fingerprint(request.method, path, query, body) if state.index is not None else ""
@@ -324,7 +324,7 @@ async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseReque
             # Recorded in the replay cassette: a replayed run's scores then show what it asked that was never
             # recorded, instead of a gap.
             assert isinstance(missed.body, bytes)
-            headers = [[k, v] for k, v in missed.headers.items()]
+            headers = [[str(k), v] for k, v in missed.headers.items()]
             ex.answered_by_proxy(missed.status, headers, missed.body, UPSTREAM_ERROR, message)
             await state.persist(ex)  # in the cassette before the client has the answer, as every response
             state.finish(ex)

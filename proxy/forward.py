@@ -17,6 +17,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from bench.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
+from bench.cassette.records import ReplayOf
 from proxy.errors import JSON_TYPE, error_body
 from proxy.identity import identity_headers
 from proxy.recorder import Exchange
@@ -201,7 +202,7 @@ async def _forward(
     finished = False
     try:
         ex.status = upstream.status
-        raw_headers = [[k, v] for k, v in upstream.headers.items()]
+        raw_headers = [[str(k), v] for k, v in upstream.headers.items()]  # str: a record holds plain strings
         ex.resp_headers = raw_headers
         content_type = upstream.headers.get("Content-Type", "")
         ex.streamed = content_type.startswith("text/event-stream")
@@ -324,28 +325,28 @@ async def serve_recorded(
 ) -> web.StreamResponse:
     """The recorded status, headers and bytes, read by read, on the recorded schedule scaled by the pace."""
     rec = hit.record
-    resp_rec = rec["response"]
-    timing = rec.get("timing") or {}
-    upstream = rec.get("upstream") or {}
-    ex.replay_of = {"cassette": hit.cassette, "id": hit.id}
-    ex.status = resp_rec["status"]
-    ex.resp_headers = [list(h) for h in resp_rec.get("headers", [])]
-    ex.streamed = bool(resp_rec.get("streamed"))
-    ex.model = upstream.get("model")
-    ex.system_fingerprint = upstream.get("system_fingerprint")
-    ex.server = upstream.get("server")
-    ex.upstream_headers = dict(upstream.get("headers") or {})
-    ex.upstream_url = upstream.get("url")
+    resp_rec = rec.response
+    timing = rec.timing
+    upstream = rec.upstream
+    ex.replay_of = ReplayOf(cassette=hit.cassette, id=hit.id)
+    ex.status = resp_rec.status
+    ex.resp_headers = [list(h) for h in resp_rec.headers]
+    ex.streamed = resp_rec.streamed
+    ex.model = upstream.model
+    ex.system_fingerprint = upstream.system_fingerprint
+    ex.server = upstream.server
+    ex.upstream_headers = dict(upstream.headers)
+    ex.upstream_url = upstream.url
     pace = state.pace
     t0 = ex.t0
     if pace:
-        await _sleep_until(t0 + int((timing.get("headers") or 0) * 1000 * pace))
+        await _sleep_until(t0 + int((timing.headers or 0) * 1000 * pace))
     ex.headers_at = monotonic_ns()
-    response = web.StreamResponse(status=resp_rec["status"], headers=client_headers(ex.resp_headers))
+    response = web.StreamResponse(status=resp_rec.status or 200, headers=client_headers(ex.resp_headers))
     await response.prepare(request)
     offset_us = 0
-    recorded_first_token = timing.get("first_token")
-    for chunk, delta in zip(resp_rec.get("chunks", []), resp_rec.get("chunk_us", []), strict=False):
+    recorded_first_token = timing.first_token
+    for chunk, delta in zip(resp_rec.chunks, resp_rec.chunk_us, strict=False):
         offset_us += delta
         if pace:
             await _sleep_until(t0 + int(offset_us * 1000 * pace))
@@ -359,10 +360,10 @@ async def serve_recorded(
         except ConnectionError:
             ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
             return response
-    if resp_rec.get("cut"):
+    if resp_rec.cut:
         # The recorded upstream broke the body off: break it off the same way.
         ex.cut = True
-        ex.fail(str(rec.get("outcome")), str(rec.get("error")))
+        ex.fail(rec.outcome, str(rec.error))
         _abort_client(request)
         return response
     await _end_whole(state, ex, response)

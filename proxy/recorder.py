@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from bench.cassette import records
 from bench.cassette.format import COMPLETE, TRUNCATED, UPSTREAM_ERROR
 from bench.decoding import decoded_record_reads
 from bench.sse import SSEParser
@@ -176,7 +177,7 @@ class Exchange:
         self.system_fingerprint: str | None = None
         self.server: str | None = None
         self.upstream_headers: dict[str, str] = {}
-        self.replay_of: dict[str, str] | None = None
+        self.replay_of: records.ReplayOf | None = None
         self.persisted = False  # its record is in the file already (ProxyState.persist)
         self.loop_lag_ns: int | None = None  # the proxy's longest event-loop stall while it was in flight
 
@@ -240,7 +241,8 @@ class Exchange:
             yield
         self.model, self.system_fingerprint = watch.model, watch.system_fingerprint
 
-    def to_record(self, end_ns: int | None = None) -> dict[str, Any]:
+    def to_record(self, end_ns: int | None = None) -> records.Exchange:
+        """The cassette record of this exchange: the one place where the proxy builds one."""
         t0 = self.t0
         end = monotonic_ns() if end_ns is None else end_ns
         # Deltas of whole microseconds since t0, so that their running sum equals the timing fields exactly.
@@ -250,45 +252,45 @@ class Exchange:
             us = (t - t0) // 1000
             deltas.append(us - prev)
             prev = us
-        return {
-            "id": f"x{self.seq}",
-            "started": self.started_us,
-            "mode": self.mode,
-            "request": {
-                "method": self.method,
-                "path": self.path,
-                "query": self.query,
-                "headers": self.req_headers,
-                "body": self.body,
-                "fp": self.fp,
-            },
-            "response": {
-                "status": self.status,
-                "headers": self.resp_headers,
-                "chunks": self.chunks,
-                "chunk_us": deltas,
-                "streamed": self.streamed,
-                "raw_bytes": sum(map(len, self.chunks)),
-                "cut": self.cut,
-            },
-            "timing": {
-                "sent_upstream": _us(self.sent_upstream, t0),
-                "headers": _us(self.headers_at, t0),
-                "first_byte": _us(self.times[0], t0) if self.times else None,
-                "first_token": _us(self.first_token, t0),
-                "end": (end - t0) // 1000,
-                "proxy_us": self.own_ns // 1000,
-                "loop_lag_us": None if self.loop_lag_ns is None else self.loop_lag_ns // 1000,
-            },
-            "upstream": {
-                "url": self.upstream_url,
-                "system_fingerprint": self.system_fingerprint,
-                "model": self.model,
-                "server": self.server,
-                "headers": self.upstream_headers,
-            },
-            "outcome": self.outcome,
-            "error": self.error,
-            "tags": self.tags,
-            "replay_of": self.replay_of,
-        }
+        return records.Exchange(
+            id=f"x{self.seq}",
+            started=self.started_us,
+            mode=self.mode,
+            request=records.Request(
+                method=self.method,
+                path=self.path,
+                query=self.query,
+                headers=self.req_headers,
+                body=self.body,
+                fp=self.fp,
+            ),
+            response=records.Response(
+                status=self.status,
+                headers=self.resp_headers,
+                chunks=self.chunks,
+                chunk_us=deltas,
+                streamed=self.streamed,
+                raw_bytes=sum(map(len, self.chunks)),
+                cut=self.cut,
+            ),
+            timing=records.Timing(
+                sent_upstream=_us(self.sent_upstream, t0),
+                headers=_us(self.headers_at, t0),
+                first_byte=_us(self.times[0], t0) if self.times else None,
+                first_token=_us(self.first_token, t0),
+                end=(end - t0) // 1000,
+                proxy_us=self.own_ns // 1000,
+                loop_lag_us=None if self.loop_lag_ns is None else self.loop_lag_ns // 1000,
+            ),
+            upstream=records.Upstream(
+                url=self.upstream_url,
+                system_fingerprint=self.system_fingerprint,
+                model=self.model,
+                server=self.server,
+                headers=self.upstream_headers,
+            ),
+            outcome=self.outcome,
+            error=self.error,
+            tags=self.tags,
+            replay_of=self.replay_of,
+        )

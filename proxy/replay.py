@@ -13,11 +13,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import msgpack
+import msgspec
 import zstandard
 
 from bench.cassette import CassetteReader, find_cassettes
 from bench.cassette.format import CLIENT_DISCONNECTED
+from bench.cassette.records import Exchange, Request, Response, encode
 from bench.errors import BenchError, CassetteError
 from bench.fingerprint import canonical_body, canonical_query
 from proxy.matching import MatchOptions
@@ -48,7 +49,7 @@ def parse_pace(pace: str) -> float:
 # Level 1: a record compresses 9x alone (its chunks repeat one envelope) and this runs once per record at start.
 _PACK = zstandard.ZstdCompressor(level=1)
 _UNPACK = zstandard.ZstdDecompressor()
-_MATCHED = ("method", "path", "query", "body", "fp")
+_DECODER = msgspec.msgpack.Decoder(Exchange)
 
 
 class Recorded:
@@ -58,42 +59,41 @@ class Recorded:
 
     __slots__ = ("_packed", "cassette", "id", "request", "started")
 
-    def __init__(self, cassette: str, record: dict[str, Any]) -> None:
+    def __init__(self, cassette: str, record: Exchange) -> None:
         self.cassette = cassette
-        self.id = str(record.get("id", "?"))
-        self.started = int(record.get("started") or 0)
+        self.id = record.id or "?"
+        self.started = record.started
         # What matching and a miss's comparison read stays unpacked; the rest (headers, the response) is packed.
-        request = record["request"]
-        self.request: dict[str, Any] = {k: request[k] for k in _MATCHED if k in request}
+        req = record.request
+        self.request = Request(method=req.method, path=req.path, query=req.query, body=req.body, fp=req.fp)
         # Copied: python-zstandard returns bytes that keep the allocation of the worst-case size (16 KiB for 1 KiB).
-        self._packed = bytes(memoryview(_PACK.compress(msgpack.packb(record, use_bin_type=True))))
+        self._packed = bytes(memoryview(_PACK.compress(encode(record))))
 
     @property
-    def record(self) -> dict[str, Any]:
+    def record(self) -> Exchange:
         """The whole record, unpacked anew for each use (the caller may keep it)."""
-        record: dict[str, Any] = msgpack.unpackb(_UNPACK.decompress(self._packed), raw=False, strict_map_key=False)
-        return record
+        return _DECODER.decode(_UNPACK.decompress(self._packed))
 
 
-def replayable(record: dict[str, Any]) -> bool:
+def replayable(record: Exchange) -> bool:
     """A response started (status known) and the client did not cut it short; what a replay session wrote (its
     replays and its misses) is not re-indexed."""
-    response = record.get("response") or {}
+    response = record.response
     return (
-        response.get("status") is not None
-        and (record.get("outcome") != CLIENT_DISCONNECTED or whole_stream(response))
-        and record.get("replay_of") is None
-        and record.get("mode") != "replay"
-        and isinstance((record.get("request") or {}).get("fp"), str)
+        response.status is not None
+        and (record.outcome != CLIENT_DISCONNECTED or whole_stream(response))
+        and record.replay_of is None
+        and record.mode != "replay"
+        and bool(record.request.fp)
     )
 
 
-def whole_stream(response: dict[str, Any]) -> bool:
+def whole_stream(response: Response) -> bool:
     """A stream whose client left only after its `data: [DONE]`: the client had the whole answer. The openai SDK
     closes its response at `[DONE]`, often before the proxy has read the upstream's end of body (the chunked
     encoding's last, empty chunk), so such an exchange is recorded as `client_disconnected` while it replays whole."""
-    chunks = response.get("chunks") or []
-    return bool(response.get("streamed")) and bool(chunks) and b"data: [DONE]" in b"".join(chunks[-2:])
+    chunks = response.chunks
+    return response.streamed and bool(chunks) and b"data: [DONE]" in b"".join(chunks[-2:])
 
 
 class ReplayIndex:
@@ -103,8 +103,8 @@ class ReplayIndex:
         self.by_fp: dict[str, list[Recorded]] = defaultdict(list)
         for item in self.all:
             request = item.request
-            body = request.get("body") or b""
-            key = match.key(request["method"], request["path"], request.get("query", ""), body, request["fp"])
+            body = request.body
+            key = match.key(request.method, request.path, request.query, body, request.fp)
             self.by_fp[match_key(key, body)].append(item)
         self._next: dict[str, int] = {}
         self.files = len({r.cassette for r in recorded})
@@ -159,7 +159,7 @@ class ReplayIndex:
         best: tuple[int, Recorded, list[str]] | None = None
         for item in self.all:
             req = item.request
-            have = _comparable(req["method"], req["path"], req.get("query", ""), req.get("body", b""))
+            have = _comparable(req.method, req.path, req.query, req.body)
             diffs: list[str] = []
             _diff(want, have, "", diffs)
             score = len(diffs) + 100 * (want["method"] != have["method"]) + 100 * (want["path"] != have["path"])
@@ -232,6 +232,6 @@ def describe_miss(
     if len(diffs) > MAX_LISTED_DIFFERENCES:
         shown += f" and {len(diffs) - MAX_LISTED_DIFFERENCES} more"
     return (
-        f"{head}; nearest recorded: {item.id} in {item.cassette} ({req['method']} {req['path']}), "
+        f"{head}; nearest recorded: {item.id} in {item.cassette} ({req.method} {req.path}), "
         f"which differs in: {shown}; {hint}"
     )

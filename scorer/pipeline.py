@@ -16,7 +16,7 @@ import os
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -27,7 +27,7 @@ import orjson
 
 from bench import __version__, storage
 from bench.cassette import CassetteReader
-from bench.cassette.records import Header
+from bench.cassette.records import Exchange, Header
 from bench.endpoints import endpoint_of
 from bench.errors import BenchError, CassetteError
 from bench.parse import PARSER_VERSION, ParsedExchange, parse_exchange
@@ -218,16 +218,15 @@ def _recorded_hashes(header: Header) -> dict[str, str] | None:
     return dict(header.run.tests) if header.run.tests is not None else None
 
 
-def _body(record: Mapping[str, Any]) -> dict[str, Any] | None:
-    body = (record.get("request") or {}).get("body") or b""
+def _body(record: Exchange) -> dict[str, Any] | None:
     try:
-        doc = orjson.loads(body)
+        doc = orjson.loads(record.request.body)
     except orjson.JSONDecodeError:
         return None
     return doc if isinstance(doc, dict) else None
 
 
-def _body_model(record: Mapping[str, Any]) -> str:
+def _body_model(record: Exchange) -> str:
     doc = _body(record)
     return str(doc.get("model") or "") if doc is not None else ""
 
@@ -241,11 +240,11 @@ class Claimer:
         self.run = run
         self.counts: Counter[tuple[str, str]] = Counter()
 
-    def claims(self, record: Mapping[str, Any], model: str, tagged: bool) -> list[Claim]:
+    def claims(self, record: Exchange, model: str, tagged: bool) -> list[Claim]:
         doc = _body(record)
         if doc is None:
             return []
-        endpoint = endpoint_of((record.get("request") or {}).get("path"))
+        endpoint = endpoint_of(record.request.path)
         chat = as_chat(doc, endpoint)
         out: list[Claim] = []
         if not tagged:
@@ -285,7 +284,7 @@ def score_unit(unit: tuple[storage.Location, int, int]) -> UnitOutput:
     try:
         for record in reader:
             exchanges += 1
-            tags = record.get("tags") or {}
+            tags = record.tags
             test_id = tags.get("test")
             model = str(tags.get("model") or _body_model(record))
             if opts.models and model not in opts.models:
@@ -299,13 +298,13 @@ def score_unit(unit: tuple[storage.Location, int, int]) -> UnitOutput:
                 mine = [c for c in claims if shards == 1 or zlib.crc32(repr(c.key).encode()) % shards == shard]
                 if not test_id:
                     untagged += 1
-                    reports = shards == 1 or zlib.crc32(str(record.get("id")).encode()) % shards == shard
+                    reports = shards == 1 or zlib.crc32(record.id.encode()) % shards == shard
                     if not mine and not reports:
                         continue
                     try:
                         parsed = parse_exchange(record, max_tokens=opts.max_tokens, deadline_us=opts.deadline_us)
                     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                        out.warnings.append(f"{path}: exchange {record.get('id')!r} is malformed ({exc}); skipped it")
+                        out.warnings.append(f"{path}: exchange {record.id!r} is malformed ({exc}); skipped it")
                         continue
                     if reports:
                         out.traffic.append(traffic_entry(record, parsed, rel, model))
@@ -325,7 +324,7 @@ def score_unit(unit: tuple[storage.Location, int, int]) -> UnitOutput:
                 parsed = parse_exchange(record, max_tokens=opts.max_tokens, deadline_us=opts.deadline_us)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 if shard == 0 or shards == 1:
-                    out.warnings.append(f"{path}: exchange {record.get('id')!r} is malformed ({exc}); skipped it")
+                    out.warnings.append(f"{path}: exchange {record.id!r} is malformed ({exc}); skipped it")
                 continue
             out.traffic.append(traffic_entry(record, parsed, rel, model))
             turn = slim(parsed)

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from bench.cassette.records import Exchange
 from catalog.model import Catalog, TestSpec
 
 
@@ -67,7 +68,7 @@ class Recogniser:
                 return test, turn
         return None
 
-    def claim(self, chat: Mapping[str, Any], model: str, record: Mapping[str, Any]) -> Recognised | None:
+    def claim(self, chat: Mapping[str, Any], model: str, record: Exchange) -> Recognised | None:
         """The test, epoch, turn and attempt of this exchange, counting it (call once per exchange, in order)."""
         found = self.find(chat)
         if found is None:
@@ -79,9 +80,6 @@ class Recogniser:
         epoch = max(0, self.epochs.get(key, 0))
         slot = (model, test.id, epoch * 1000 + turn)
         self.attempts[slot] = attempt = self.attempts.get(slot, 0) + 1
-        response = record.get("response") or {}
-        status = response.get("status")
-        self.failed[(model, test.id, turn)] = (
-            not isinstance(status, int) or status >= 400 or record.get("outcome", "complete") != "complete"
-        )
+        status = record.response.status
+        self.failed[(model, test.id, turn)] = status is None or status >= 400 or record.outcome != "complete"
         return Recognised(test, epoch, turn, attempt)

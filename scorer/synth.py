@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from bench.cassette.records import Exchange, Request, Response, Timing, Upstream
+
 EVENT_US = 1000
 
 
@@ -71,48 +73,38 @@ def exchange_record(
     outcome: str = "complete",
     streamed: bool = True,
     event_us: int = EVENT_US,
-) -> dict[str, Any]:
+) -> Exchange:
     body = orjson.dumps(request or {"model": (tags or {}).get("model", "synth"), "stream": streamed})
     n = len(chunks)
-    return {
-        "kind": "exchange",
-        "id": id,
-        "started": 0,
-        "mode": "record",
-        "request": {
-            "method": "POST",
-            "path": "/v1/chat/completions",
-            "query": "",
-            "headers": [["Content-Type", "application/json"]],
-            "body": body,
-            "fp": "fp1:" + "0" * 32,
-        },
-        "response": {
-            "status": status,
-            "headers": [["Content-Type", "text/event-stream" if streamed else "application/json"]],
-            "chunks": list(chunks),
-            "chunk_us": [event_us] * n,
-            "streamed": streamed,
-            "raw_bytes": sum(len(c) for c in chunks),
-        },
-        "timing": {
-            "sent_upstream": 10,
-            "headers": event_us // 2,
-            "first_byte": event_us,
-            "first_token": 2 * event_us if n > 1 else None,
-            "end": event_us * n + 10,
-            "proxy_us": 5,
-        },
-        "upstream": {
-            "url": "http://synth",
-            "system_fingerprint": "fp_synth",
-            "model": "synth",
-            "server": None,
-            "headers": {},
-        },
-        "outcome": outcome,
-        "error": None,
-        "tags": dict(tags or {}),
-        "replay_of": None,
-        "redacted": [],
-    }
+    return Exchange(
+        id=id,
+        started=0,
+        mode="record",
+        request=Request(
+            method="POST",
+            path="/v1/chat/completions",
+            query="",
+            headers=[["Content-Type", "application/json"]],
+            body=body,
+            fp="fp1:" + "0" * 32,
+        ),
+        response=Response(
+            status=status,
+            headers=[["Content-Type", "text/event-stream" if streamed else "application/json"]],
+            chunks=list(chunks),
+            chunk_us=[event_us] * n,
+            streamed=streamed,
+            raw_bytes=sum(len(c) for c in chunks),
+        ),
+        timing=Timing(
+            sent_upstream=10,
+            headers=event_us // 2,
+            first_byte=event_us,
+            first_token=2 * event_us if n > 1 else None,
+            end=event_us * n + 10,
+            proxy_us=5,
+        ),
+        upstream=Upstream(url="http://synth", system_fingerprint="fp_synth", model="synth"),
+        outcome=outcome,
+        tags=dict(tags or {}),
+    )

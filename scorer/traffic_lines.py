@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from bench.cassette.records import Exchange
 from bench.clients import client_family, header
 from bench.parse import ParsedExchange
 from bench.usage import usage_tokens
@@ -29,8 +30,8 @@ def counted_input_tokens(parsed: ParsedExchange) -> int | None:
     return len(_WORDISH.findall(request_text(doc)))
 
 
-def traffic_entry(record: Mapping[str, Any], parsed: ParsedExchange, cassette: str, model: str) -> dict[str, Any]:
-    request = record.get("request") or {}
+def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model: str) -> dict[str, Any]:
+    request = record.request
     tokens = usage_tokens(parsed.usage)
     timing = parsed.timing
     input_tokens = tokens.input
@@ -38,17 +39,16 @@ def traffic_entry(record: Mapping[str, Any], parsed: ParsedExchange, cassette: s
     if input_tokens is None:
         input_tokens = counted_input_tokens(parsed)
         input_source = "counted" if input_tokens is not None else None
-    started = record.get("started")
     return {
         "kind": "traffic",
         "cassette": cassette,
         "id": parsed.id,
-        "started": started if isinstance(started, int) else None,
+        "started": record.started,
         "endpoint": parsed.endpoint,
-        "method": str(request.get("method") or ""),
+        "method": request.method,
         "model": model or None,
         "served_model": parsed.model,
-        "client": client_family(header(request.get("headers"), "user-agent")),
+        "client": client_family(header(request.headers, "user-agent")),
         "test": (parsed.tags.get("test") or None),
         "status": parsed.status,
         "outcome": parsed.outcome,

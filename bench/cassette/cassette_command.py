@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qsl
 
+import msgspec
 import orjson
 
 from bench import __version__
 from bench.cassette.reader import CassetteReader, find_cassettes
+from bench.cassette.records import Exchange
 from bench.decoding import decoded_record_reads
 from bench.errors import BenchError, CassetteError
 from bench.storage import Location, find, location, size
 
-Record = dict[str, Any]
 PREVIEW_CHARS = 600
 
 
@@ -100,13 +101,11 @@ def _duration(us: float) -> str:
     return f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
-def traffic_bytes(record: Record) -> int:
+def traffic_bytes(record: Exchange) -> int:
     """Body bytes that crossed the proxy for this exchange (request body and response reads)."""
-    response = record.get("response") or {}
-    raw = response.get("raw_bytes")
-    if not isinstance(raw, int):
-        raw = sum(len(c) for c in response.get("chunks") or [])
-    return raw + len((record.get("request") or {}).get("body") or b"")
+    response = record.response
+    raw = response.raw_bytes or sum(map(len, response.chunks))
+    return raw + len(record.request.body)
 
 
 # -- ls -------------------------------------------------------------------------------------------------------------
@@ -138,15 +137,13 @@ def _ls_line(path: Location) -> str:
     for record in reader:
         n += 1
         raw += traffic_bytes(record)
-        upstream = record.get("upstream") or {}
-        model = upstream.get("model") or _request_model(record)
+        model = record.upstream.model or _request_model(record)
         if model:
-            models[str(model)] += 1
-        started = record.get("started")
-        if isinstance(started, int):
-            end = started + int((record.get("timing") or {}).get("end") or 0)
-            first = started if first is None else min(first, started)
-            last = end if last is None else max(last, end)
+            models[model] += 1
+        started = record.started
+        end = started + record.timing.end
+        first = started if first is None else min(first, started)
+        last = end if last is None else max(last, end)
     disk = size(path)
     names = [m for m, _ in models.most_common(3)]
     model_text = ", ".join(names) + (f" +{len(models) - 3}" if len(models) > 3 else "") if names else "-"
@@ -160,9 +157,9 @@ def _ls_line(path: Location) -> str:
     )
 
 
-def _request_model(record: Record) -> str | None:
+def _request_model(record: Exchange) -> str | None:
     try:
-        body = orjson.loads((record.get("request") or {}).get("body") or b"")
+        body = orjson.loads(record.request.body)
     except orjson.JSONDecodeError:
         return None
     model = body.get("model") if isinstance(body, dict) else None
@@ -194,10 +191,10 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     reader = _open(args.file)
     ids: list[str] = []
-    chosen: Record | None = None
+    chosen: Exchange | None = None
     for record in reader:
-        ids.append(str(record.get("id")))
-        if chosen is None and (args.id is None or record.get("id") == args.id):
+        ids.append(record.id)
+        if chosen is None and (args.id is None or record.id == args.id):
             chosen = record
     _warn_if_cut(reader)
     if chosen is None:
@@ -218,32 +215,29 @@ def _indent(text: str, prefix: str = "    ") -> str:
     return "\n".join(prefix + line for line in text.splitlines() or [""])
 
 
-def render_exchange(record: Record, cassette: str, total: int) -> str:
+def render_exchange(record: Exchange, cassette: str, total: int) -> str:
     from bench.parse import parse_exchange  # the lead's parser; only `show` needs it
 
-    req = record.get("request") or {}
-    resp = record.get("response") or {}
-    timing = record.get("timing") or {}
-    upstream = record.get("upstream") or {}
+    req = record.request
+    resp = record.response
+    timing = record.timing
+    upstream = record.upstream
     parsed = parse_exchange(record)
     lines: list[str] = []
     add = lines.append
-    query = f"?{req['query']}" if req.get("query") else ""
+    query = f"?{req.query}" if req.query else ""
     add(
-        f"{record.get('id')}  {req.get('method')} {req.get('path')}{query}  -> {resp.get('status')}  "
-        f"{record.get('outcome')}  ({cassette}, {total} exchange(s))"
+        f"{record.id}  {req.method} {req.path}{query}  -> {resp.status}  "
+        f"{record.outcome}  ({cassette}, {total} exchange(s))"
     )
-    started = record.get("started")
-    head = [f"mode {record.get('mode')}"]
-    if isinstance(started, int):
-        head.insert(0, f"started {_iso(started)} UTC")
-    if record.get("replay_of"):
-        head.append(f"replay of {record['replay_of'].get('id')} in {record['replay_of'].get('cassette')}")
+    head = [f"started {_iso(record.started)} UTC", f"mode {record.mode}"]
+    if record.replay_of is not None:
+        head.append(f"replay of {record.replay_of.id} in {record.replay_of.cassette}")
     add("  " + ", ".join(head))
-    if record.get("tags"):
-        add("  tags: " + " ".join(f"{k}={v}" for k, v in sorted(record["tags"].items())))
-    if record.get("error"):
-        add(f"  error: {record['error']}")
+    if record.tags:
+        add("  tags: " + " ".join(f"{k}={v}" for k, v in sorted(record.tags.items())))
+    if record.error:
+        add(f"  error: {record.error}")
 
     add("request:")
     body = parsed.request_json
@@ -263,28 +257,35 @@ def render_exchange(record: Record, cassette: str, total: int) -> str:
                 add(f"  [{message.get('role')}] " + _clip(_message_text(message), 300).replace("\n", "\n    "))
         if "input" in body:
             add("  input: " + _clip(str(body["input"]), 300))
-    elif req.get("body"):
-        add("  " + _clip(bytes(req["body"]).decode("utf-8", "replace")))
+    elif req.body:
+        add("  " + _clip(req.body.decode("utf-8", "replace")))
 
     add("upstream:")
-    ident = [f"{k} {upstream[k]}" for k in ("model", "system_fingerprint", "server") if upstream.get(k)]
-    add("  " + (", ".join(ident) or "-") + (f"  ({upstream['url']})" if upstream.get("url") else ""))
-    for name, value in sorted((upstream.get("headers") or {}).items()):
+    ident = [
+        f"{k} {v}"
+        for k, v in (
+            ("model", upstream.model),
+            ("system_fingerprint", upstream.system_fingerprint),
+            ("server", upstream.server),
+        )
+        if v
+    ]
+    add("  " + (", ".join(ident) or "-") + (f"  ({upstream.url})" if upstream.url else ""))
+    for name, value in sorted(upstream.headers.items()):
         add(f"  {name}: {value}")
 
-    def ms(key: str) -> str:
-        v = timing.get(key)
+    def ms(v: int | None) -> str:
         return "-" if v is None else f"{v / 1000:.1f} ms"
 
     add(
-        f"timing: sent {ms('sent_upstream')}, headers {ms('headers')}, first byte {ms('first_byte')}, "
-        f"first token {ms('first_token')}, end {ms('end')}, proxy {ms('proxy_us')}, "
-        f"proxy's longest loop stall {ms('loop_lag_us')}"
+        f"timing: sent {ms(timing.sent_upstream)}, headers {ms(timing.headers)}, first byte {ms(timing.first_byte)}, "
+        f"first token {ms(timing.first_token)}, end {ms(timing.end)}, proxy {ms(timing.proxy_us)}, "
+        f"proxy's longest loop stall {ms(timing.loop_lag_us)}"
     )
-    chunks = resp.get("chunks") or []
-    kind = "streamed" if resp.get("streamed") else "body"
-    decoded = decoded_record_reads(resp.get("headers") or (), chunks)
-    size = f"{resp.get('raw_bytes', sum(map(len, chunks)))} bytes"
+    chunks = resp.chunks
+    kind = "streamed" if resp.streamed else "body"
+    decoded = decoded_record_reads(resp.headers, chunks)
+    size = f"{resp.raw_bytes or sum(map(len, chunks))} bytes"
     if decoded.codings:
         size += f" {'+'.join(decoded.codings)}, {len(decoded.body)} decoded"
     add(f"response: {kind}, {len(chunks)} read(s), {size}")
@@ -313,12 +314,12 @@ def render_exchange(record: Record, cassette: str, total: int) -> str:
         add(", ".join(tail))
     if parsed.findings:
         add("findings: " + ", ".join(parsed.findings))
-    if record.get("redacted"):
-        add("redacted: " + ", ".join(record["redacted"]))
+    if record.redacted:
+        add("redacted: " + ", ".join(record.redacted))
     return "\n".join(lines) + "\n"
 
 
-def _message_text(message: Record) -> str:
+def _message_text(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, list):
         parts = [str(p.get("text", f"<{p.get('type')}>")) for p in content if isinstance(p, dict)]
@@ -363,6 +364,13 @@ def jsonable(value: Any) -> Any:
             return value.decode("utf-8")
         except UnicodeDecodeError:
             return {"base64": base64.b64encode(value).decode()}
+    if isinstance(value, msgspec.Struct):
+        # Every field, defaults too (a file leaves those out): an export shows the whole record.
+        config = value.__struct_config__
+        out: dict[str, Any] = {config.tag_field: config.tag} if config.tag_field is not None else {}
+        for name in value.__struct_fields__:
+            out[name] = jsonable(getattr(value, name))
+        return out
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -370,13 +378,13 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def jsonl_record(record: Record) -> Any:
+def jsonl_record(record: Exchange) -> Any:
     """The record as JSON; a compressed response also gets `response.decoded`, its body decoded (and
     `response.decode_error` if it could not be), since its recorded reads are the wire bytes."""
     out = jsonable(record)
-    resp = record.get("response") or {}
-    decoded = decoded_record_reads(resp.get("headers") or (), resp.get("chunks") or [])
-    if decoded.codings and isinstance(out.get("response"), dict):
+    resp = record.response
+    decoded = decoded_record_reads(resp.headers, resp.chunks)
+    if decoded.codings:
         out["response"]["decoded"] = jsonable(decoded.body)
         if decoded.error:
             out["response"]["decode_error"] = decoded.error
@@ -403,35 +411,35 @@ def _har_text(data: bytes, mime: str, wire: int | None = None) -> dict[str, Any]
     return content
 
 
-def har_entry(record: Record) -> dict[str, Any]:
-    req = record.get("request") or {}
-    resp = record.get("response") or {}
-    timing = record.get("timing") or {}
-    base = (record.get("upstream") or {}).get("url") or "http://bench-replay"
-    query = req.get("query") or ""
-    url = f"{base.rstrip('/')}{req.get('path', '/')}" + (f"?{query}" if query else "")
-    req_headers = req.get("headers") or []
-    resp_headers = resp.get("headers") or []
-    body = bytes(req.get("body") or b"")
-    wire = b"".join(resp.get("chunks") or [])
+def har_entry(record: Exchange) -> dict[str, Any]:
+    req = record.request
+    resp = record.response
+    timing = record.timing
+    base = record.upstream.url or "http://bench-replay"
+    query = req.query
+    url = f"{base.rstrip('/')}{req.path or '/'}" + (f"?{query}" if query else "")
+    req_headers = req.headers
+    resp_headers = resp.headers
+    body = req.body
+    wire = b"".join(resp.chunks)
     # HAR's content.text is the decoded body; bodySize stays the bytes on the wire.
-    decoded = decoded_record_reads(resp_headers, resp.get("chunks") or [])
+    decoded = decoded_record_reads(resp_headers, resp.chunks)
     data = decoded.body
 
     # HAR 1.2 requires send, wait and receive, non-negative (-1 is only for the optional phases), and `time` is
     # their sum: a point the record lacks (a replay miss never went upstream) takes the one before it.
-    end_us = max(0, timing.get("end") or 0)
-    sent_us = min(end_us, max(0, timing.get("sent_upstream") or 0))
-    first_us = timing.get("first_byte")
+    end_us = max(0, timing.end)
+    sent_us = min(end_us, max(0, timing.sent_upstream or 0))
+    first_us = timing.first_byte
     first_us = sent_us if first_us is None else min(end_us, max(sent_us, first_us))
     timings = {"send": sent_us / 1000, "wait": (first_us - sent_us) / 1000, "receive": (end_us - first_us) / 1000}
 
-    started = record.get("started") or 0
+    started = record.started
     entry: dict[str, Any] = {
         "startedDateTime": dt.datetime.fromtimestamp(started / 1e6, dt.UTC).isoformat().replace("+00:00", "Z"),
         "time": sum(timings.values()),
         "request": {
-            "method": req.get("method", "GET"),
+            "method": req.method or "GET",
             "url": url,
             "httpVersion": "HTTP/1.1",
             "cookies": [],
@@ -441,7 +449,7 @@ def har_entry(record: Record) -> dict[str, Any]:
             "bodySize": len(body),
         },
         "response": {
-            "status": resp.get("status") or 0,
+            "status": resp.status or 0,
             "statusText": "",
             "httpVersion": "HTTP/1.1",
             "cookies": [],
@@ -454,14 +462,14 @@ def har_entry(record: Record) -> dict[str, Any]:
         "cache": {},
         "timings": timings,
         "_bench": {
-            "id": record.get("id"),
-            "outcome": record.get("outcome"),
-            "error": record.get("error"),
-            "tags": record.get("tags") or {},
-            "fp": req.get("fp"),
-            "chunk_us": resp.get("chunk_us") or [],
-            "timing": timing,
-            "upstream": jsonable(record.get("upstream") or {}),
+            "id": record.id,
+            "outcome": record.outcome,
+            "error": record.error,
+            "tags": record.tags,
+            "fp": req.fp,
+            "chunk_us": resp.chunk_us,
+            "timing": jsonable(timing),
+            "upstream": jsonable(record.upstream),
         },
     }
     if body:

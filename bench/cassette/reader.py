@@ -18,19 +18,19 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import msgspec
 
 from bench.cassette import columns, frames
 from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, SUFFIX, ZSTD_MAGIC
 from bench.cassette.framing import Unframer
 from bench.cassette.migrate import upgrade
-from bench.cassette.records import DamagedRecord, End, Header, from_map
+from bench.cassette.records import DamagedRecord, End, Exchange, Header, from_map
 from bench.errors import CassetteError
 from bench.storage import is_url
 
-Record = dict[str, Any]
 NO_END = "no end record (the recorder was killed or is still writing)"
-# Sub-maps of an exchange that readers take apart; a record where one is not a map is damaged.
-_MAPS = ("request", "response", "timing", "upstream", "tags")
+# Every record after the header is an exchange or the end record, told apart by their `kind`.
+_DECODER = msgspec.msgpack.Decoder(Exchange | End)
 
 
 class CassetteReader:
@@ -49,6 +49,7 @@ class CassetteReader:
         self._damage: list[str] = []
         self._unknown: Counter[str] = Counter()
         self._bad_records = 0
+        self._bad_why: str | None = None  # what was wrong with the first malformed record, in one line
         self._bad_bytes = 0
         try:
             self._buf = frames.open_bytes(self.path)
@@ -130,7 +131,7 @@ class CassetteReader:
 
     # -- iteration -----------------------------------------------------------------------------------------------
 
-    def __iter__(self) -> Iterator[Record]:
+    def __iter__(self) -> Iterator[Exchange]:
         records = self._iter_v1() if self.version == 1 else self._iter_v2()
         for record in records:
             self.exchanges += 1
@@ -139,7 +140,7 @@ class CassetteReader:
         if not isinstance(self._buf, bytes):
             self._buf.close()  # the mapping holds a file descriptor: a folder of thousands must not run out
 
-    def _iter_v1(self) -> Iterator[Record]:
+    def _iter_v1(self) -> Iterator[Exchange]:
         """v1: one msgpack stream across the file's frames, no checksums; damage ends the reading."""
         unpacker = self._unpacker
         # chain, not a list: the rest of the file is decoded as it is read, never held whole
@@ -166,7 +167,7 @@ class CassetteReader:
         if unpacker.tell() < self.raw_size:
             self._damage.append("cut inside a record")
 
-    def _iter_v2(self) -> Iterator[Record]:
+    def _iter_v2(self) -> Iterator[Exchange]:
         unframer = Unframer()
         events: Iterator[frames.Event] = itertools.chain(self._pending, self._events)
         header_frame = not self._damage
@@ -194,35 +195,75 @@ class CassetteReader:
         self.lost += unframer.lost
         self._bad_bytes += unframer.bad_bytes
 
-    def _decode(self, seq: int, payload: bytes) -> Iterator[Record]:
+    def _decode(self, seq: int, payload: bytes) -> Iterator[Exchange]:
         try:
-            obj = unpack_payload(payload)
-        except PAYLOAD_ERRORS:
-            self._bad_records += 1
+            packed, times = columns.split(payload)
+        except ValueError as exc:
+            self._malformed(str(exc))
+            return
+        if self.version < FORMAT_VERSION:  # pragma: no cover - no v2 layout with an older version exists yet
+            yield from self._from_map(packed, times)
+            return
+        try:
+            # The fast path: msgpack straight into the typed record, every field's type checked on the way.
+            record = _DECODER.decode(packed)
+        except msgspec.DecodeError as exc:
+            # Not a record of a kind this bench knows, or a known kind with fields of other types: find out which.
+            try:
+                obj = msgpack.unpackb(packed, raw=False)
+            except (msgpack.UnpackException, ValueError, TypeError):
+                self._malformed(str(exc))
+                return
+            kind = obj.get("kind") if isinstance(obj, dict) else None
+            if isinstance(kind, str) and kind not in (EXCHANGE, END):
+                self._unknown[kind] += 1  # written by a newer bench: not damage, but said
+            else:
+                self._malformed(str(exc))
+            return
+        if isinstance(record, End):
+            self.end = record
+            return
+        if times is not None:
+            record.response.chunk_us = times
+        yield record
+
+    def _from_map(self, packed: bytes, times: list[int] | None) -> Iterator[Exchange]:
+        try:
+            obj = msgpack.unpackb(packed, raw=False)
+            if times is not None:
+                obj["response"]["chunk_us"] = times
+        except (msgpack.UnpackException, ValueError, TypeError, KeyError, IndexError) as exc:
+            self._malformed(str(exc))
             return
         record = self._accept(obj)
         if record is not None:
             yield record
 
-    def _accept(self, obj: Any) -> Record | None:
-        """An exchange record to return, or None (the end record, an unknown kind, or a malformed record)."""
+    def _accept(self, obj: Any) -> Exchange | None:
+        """An older version's record (a map) migrated and typed: an exchange to return, or None (the end record, an
+        unknown kind, or a malformed record)."""
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind == EXCHANGE:
-            record = _well_formed(obj)
-            if record is None:
-                self._bad_records += 1
+            try:
+                return from_map(Exchange, upgrade(obj, self.version))
+            except DamagedRecord as exc:
+                self._malformed(str(exc))
                 return None
-            return upgrade(record, self.version)
         if kind == END:
             try:
                 self.end = from_map(End, obj)
-            except DamagedRecord:
-                self._bad_records += 1
+            except DamagedRecord as exc:
+                self._malformed(str(exc))
         elif isinstance(kind, str):
             self._unknown[kind] += 1  # written by a newer bench: not damage, but said
         else:
-            self._bad_records += 1
+            self._malformed("not a map with a kind")
         return None
+
+    def _malformed(self, why: str) -> None:
+        self._bad_records += 1
+        if self._bad_why is None:
+            self._bad_why = why.split("\n", 1)[0]
 
     def _skipped(self, event: frames.Skipped) -> None:
         self._damage.append(f"{event.why} at byte {event.offset}, {event.resume - event.offset} byte(s) skipped")
@@ -232,7 +273,7 @@ class CassetteReader:
         if self.lost:
             parts.append(f"{self.lost} record(s) lost to damage")
         if self._bad_records:
-            parts.append(f"{self._bad_records} malformed record(s) skipped")
+            parts.append(f"{self._bad_records} malformed record(s) skipped (first: {self._bad_why})")
         if self._bad_bytes and not self._damage:
             parts.append(f"{self._bad_bytes} damaged byte(s) skipped")
         if self._unknown:
@@ -252,42 +293,31 @@ class CassetteReader:
         return f"{self.path}: read {self.exchanges} exchange(s); {self.error}"
 
 
-# What a damaged payload can raise when unpacked.
-PAYLOAD_ERRORS = (msgpack.UnpackException, ValueError, TypeError, KeyError, IndexError)
+# What a damaged payload can raise when decoded.
+PAYLOAD_ERRORS = (msgspec.DecodeError, msgpack.UnpackException, ValueError, TypeError, KeyError, IndexError)
 
 
-def unpack_payload(payload: bytes) -> Any:
-    """A v2 record's payload (its checksum already checked) as the map it holds, its time column put back."""
+def exchange_of_payload(payload: bytes, version: int) -> Exchange | None:
+    """A record's payload (its checksum already checked) as the exchange it holds; None for another kind of record.
+    Raises one of PAYLOAD_ERRORS when it is not a well-formed record (for one line on what was wrong, read the file
+    with CassetteReader)."""
     packed, times = columns.split(payload)
-    obj = msgpack.unpackb(packed, raw=False)
-    if times is not None:
-        obj["response"]["chunk_us"] = times
-    return obj
-
-
-def exchange_of(obj: Any, version: int) -> Record | None:
-    """An unpacked record as the exchange a reader returns, or None when it is not a well-formed exchange."""
-    if not isinstance(obj, dict) or obj.get("kind") != EXCHANGE:
-        return None
-    record = _well_formed(obj)
-    return None if record is None else upgrade(record, version)
-
-
-def _well_formed(record: Record) -> Record | None:
-    for key in _MAPS:
-        if not isinstance(record.get(key) or {}, dict):
+    if version < FORMAT_VERSION:  # pragma: no cover - no v2 layout with an older version exists yet
+        obj = msgpack.unpackb(packed, raw=False)
+        if times is not None:
+            obj["response"]["chunk_us"] = times
+        if not isinstance(obj, dict) or obj.get("kind") != EXCHANGE:
             return None
-    response = record.get("response") or {}
-    chunks = response.get("chunks")
-    if chunks is not None and not (isinstance(chunks, list) and all(isinstance(c, bytes) for c in chunks)):
+        return from_map(Exchange, upgrade(obj, version))
+    record = _DECODER.decode(packed)
+    if not isinstance(record, Exchange):
         return None
-    times = response.get("chunk_us")
-    if times is not None and not (isinstance(times, list) and all(isinstance(t, int) for t in times)):
-        return None
+    if times is not None:
+        record.response.chunk_us = times
     return record
 
 
-def read_cassette(path: Path | str) -> tuple[Header, list[Record]]:
+def read_cassette(path: Path | str) -> tuple[Header, list[Exchange]]:
     """Convenience: the header and all exchanges (small files, tests)."""
     reader = CassetteReader(path)
     return reader.header, list(reader)

@@ -1,9 +1,8 @@
-"""The cassette's header and end records as typed structs (docs/cassette-format.md, whose tables a test checks
-against them).
+"""The cassette's records as typed structs: header, exchange and end (docs/cassette-format.md, whose tables a
+test checks against them).
 
 The writer encodes these structs and the reader decodes into them, so the field names and types below are the
-format. Defaults are what a reader assumes for a field an older or partial record lacks. Exchange records are still
-plain maps (bench.cassette.writer/reader).
+format. Defaults are what a reader assumes for a field an older or partial record lacks.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from bench.cassette.format import END, FORMAT_NAME, FORMAT_VERSION, HEADER
+from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER
 
 _P = TypeVar("_P", bound=msgspec.Struct)
 
@@ -95,6 +94,73 @@ class End(msgspec.Struct, tag_field="kind", tag=END, gc=False):
     client_disconnects: int | msgspec.UnsetType = msgspec.UNSET
 
 
+# -- the exchange record ---------------------------------------------------------------------------------------------
+# omit_defaults: a field at its default is left out of the file and read back as that default. Most exchanges have
+# no error, no replay source, no redactions and no cut: leaving those out keeps every record smaller.
+
+
+class Request(msgspec.Struct, omit_defaults=True, gc=False):
+    method: str = ""
+    path: str = ""
+    query: str = ""
+    headers: list[list[str]] = msgspec.field(default_factory=list)
+    body: bytes = b""
+    fp: str = ""
+
+
+class Response(msgspec.Struct, omit_defaults=True, gc=False):
+    status: int | None = None
+    headers: list[list[str]] = msgspec.field(default_factory=list)
+    chunks: list[bytes] = msgspec.field(default_factory=list)
+    # Stored as the payload's time column, not in the map (bench.cassette.columns): the reader puts it back here.
+    chunk_us: list[int] = msgspec.field(default_factory=list)
+    streamed: bool = False
+    raw_bytes: int = 0
+    cut: bool = False
+
+
+class Timing(msgspec.Struct, omit_defaults=True, gc=False):
+    sent_upstream: int | None = None
+    headers: int | None = None
+    first_byte: int | None = None
+    first_token: int | None = None
+    end: int = 0
+    proxy_us: int = 0
+    loop_lag_us: int | None = None
+
+
+class Upstream(msgspec.Struct, omit_defaults=True, gc=False):
+    url: str | None = None
+    system_fingerprint: str | None = None
+    model: str | None = None
+    server: str | None = None
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class ReplayOf(msgspec.Struct, gc=False):
+    """The recorded exchange a replay served."""
+
+    cassette: str = ""
+    id: str = ""
+
+
+class Exchange(msgspec.Struct, tag_field="kind", tag=EXCHANGE, omit_defaults=True, gc=False):
+    """One request and its response (the bulk of every cassette)."""
+
+    id: str = ""
+    started: int = 0
+    mode: str = ""
+    request: Request = msgspec.field(default_factory=Request)
+    response: Response = msgspec.field(default_factory=Response)
+    timing: Timing = msgspec.field(default_factory=Timing)
+    upstream: Upstream = msgspec.field(default_factory=Upstream)
+    outcome: str = "complete"
+    error: str | None = None
+    tags: dict[str, str] = msgspec.field(default_factory=dict)
+    replay_of: ReplayOf | None = None
+    redacted: list[str] = msgspec.field(default_factory=list)
+
+
 class DamagedRecord(ValueError):
     """A map that is not a valid record of its kind (fields of other types)."""
 
@@ -102,8 +168,21 @@ class DamagedRecord(ValueError):
 _ENCODER = msgspec.msgpack.Encoder()
 
 
-def encode(record: Header | End) -> bytes:
+def encode(record: Header | Exchange | End) -> bytes:
     return _ENCODER.encode(record)
+
+
+def encode_exchange(record: Exchange) -> tuple[bytes, list[int]]:
+    """An exchange packed without its arrival times, and the times: v2 stores them as the payload's column
+    (bench.cassette.columns), which the writer's thread builds. An empty `chunk_us` is the field's default, left out
+    of the map."""
+    response = record.response
+    times = response.chunk_us
+    response.chunk_us = []
+    try:
+        return _ENCODER.encode(record), times
+    finally:
+        response.chunk_us = times  # the caller's record is left as it was
 
 
 def from_map(kind: type[_P], value: Any) -> _P:

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
-import msgpack
+import msgspec
 import orjson
 
+from bench.cassette.records import Exchange, encode
 from bench.decoding import Decoded, content_codings, decode_reads, encode_reads
 from bench.fingerprint import SECRET_QUERY_PARAMS
 
@@ -303,8 +304,12 @@ def scrub_reads(reads: Sequence[bytes], forms: Sequence[bytes]) -> list[bytes] |
 
 
 def scrub_text(value: Any, forms: Sequence[bytes], strs: Sequence[str], found: list[str], path: str) -> Any:
-    """Every occurrence of a secret removed from strings and bytes anywhere in a nested value (dicts changed in
-    place)."""
+    """Every occurrence of a secret removed from strings and bytes anywhere in a nested value (structs and dicts
+    changed in place)."""
+    if isinstance(value, msgspec.Struct):
+        for name in value.__struct_fields__:
+            setattr(value, name, scrub_text(getattr(value, name), forms, strs, found, f"{path}{name}."))
+        return value
     if isinstance(value, dict):
         for k, v in value.items():
             value[k] = scrub_text(v, forms, strs, found, f"{path}{k}.")
@@ -410,55 +415,45 @@ class Redactor:
             extra_values=tuple(v for v in values if v),
         )
 
-    def redact_exchange(self, record: dict[str, Any]) -> dict[str, Any]:
+    def redact_exchange(self, record: Exchange) -> Exchange:
         """Return the record with secrets removed; `redacted` lists what was removed (never the values)."""
         found: list[str] = []
         secrets = SecretSet(self.extra_values)
-        request = record.get("request")
-        if isinstance(request, dict):
-            request["headers"] = redact_headers(request.get("headers", []), self.headers, "request", found, secrets)
-            request["query"] = redact_query(request.get("query", ""), self.query_params, found, secrets)
-            body = request.get("body", b"")
-            if body:
-                request["body"] = redact_json_fields(body, self.string_fields, self.json_fields, found, secrets)
-        response = record.get("response")
-        chunks: list[bytes] = []
-        if isinstance(response, dict):
-            response["headers"] = redact_headers(response.get("headers", []), self.headers, "response", found, secrets)
-            chunks = response.get("chunks") or []
+        request, response = record.request, record.response
+        request.headers = redact_headers(request.headers, self.headers, "request", found, secrets)
+        request.query = redact_query(request.query, self.query_params, found, secrets)
+        if request.body:
+            request.body = redact_json_fields(request.body, self.string_fields, self.json_fields, found, secrets)
+        response.headers = redact_headers(response.headers, self.headers, "response", found, secrets)
         forms = secrets.forms()
         if forms:
-            self._scrub(record, response if isinstance(response, dict) else None, chunks, forms, found)
+            self._scrub(record, forms, found)
         if found:
-            record["redacted"] = sorted(set(record.get("redacted", [])) | set(found))
+            record.redacted = sorted(set(record.redacted) | set(found))
         return record
 
-    def _scrub(
-        self,
-        record: dict[str, Any],
-        response: dict[str, Any] | None,
-        chunks: list[bytes],
-        forms: list[bytes],
-        found: list[str],
-    ) -> None:
+    def _scrub(self, record: Exchange, forms: list[bytes], found: list[str]) -> None:
         # Searching packed bytes once is ~10x cheaper than walking every string of a record, and an upstream that
         # echoes a key is rare: walk only when a secret is there. The reads are searched joined (a secret split
         # across two reads is found) and, for a compressed body, decoded.
-        if response is not None:
-            scrubbed = scrub_body_reads(response.get("headers", []), chunks, forms, found)
-            if scrubbed is not None:
-                chunks = scrubbed
-                fix_content_length(response["headers"], sum(map(len, chunks)))
-            response["chunks"] = []  # searched above: the rest is packed without them
-        blob = msgpack.packb(record, use_bin_type=True)
-        if response is not None:
-            response["chunks"] = chunks
+        response = record.response
+        chunks = response.chunks
+        scrubbed = scrub_body_reads(response.headers, chunks, forms, found)
+        if scrubbed is not None:
+            chunks = scrubbed
+            fix_content_length(response.headers, sum(map(len, chunks)))
+        response.chunks = []  # searched above: the rest is packed without them
+        try:
+            blob = encode(record)
+        finally:
+            response.chunks = chunks
         if any(f in blob for f in forms):
             strs = [f.decode("utf-8", "replace") for f in forms]
-            for key, value in record.items():
-                if key == "response" and response is not None:
-                    for rk, rv in response.items():
-                        if rk != "chunks":
-                            response[rk] = scrub_text(rv, forms, strs, found, f"response.{rk}.")
-                elif key != "redacted":
-                    record[key] = scrub_text(value, forms, strs, found, f"{key}.")
+            for name in record.__struct_fields__:
+                if name == "response":
+                    for rname in response.__struct_fields__:
+                        if rname != "chunks":
+                            value = scrub_text(getattr(response, rname), forms, strs, found, f"response.{rname}.")
+                            setattr(response, rname, value)
+                elif name != "redacted":
+                    setattr(record, name, scrub_text(getattr(record, name), forms, strs, found, f"{name}."))

@@ -35,7 +35,8 @@ import msgspec
 
 from bench.cassette import columns, frames
 from bench.cassette.framing import Unframer
-from bench.cassette.reader import PAYLOAD_ERRORS, CassetteReader, Record, exchange_of, unpack_payload
+from bench.cassette.reader import PAYLOAD_ERRORS, CassetteReader, exchange_of_payload
+from bench.cassette.records import Exchange
 from bench.errors import CassetteError
 from bench.storage import Location, explain, filesystem, is_url
 
@@ -86,7 +87,7 @@ class SeekIndex:
         self._done = False  # indexed to the end of the file (as it was `_size` bytes long)
         self._version: int | None = None
 
-    def read(self, ids: Collection[str]) -> dict[str, Record]:
+    def read(self, ids: Collection[str]) -> dict[str, Exchange]:
         """The exchanges with these ids, by id; an id the cassette does not hold is left out. CassetteError (one
         line) when the file cannot be read at all."""
         wanted = set(ids)
@@ -133,7 +134,7 @@ class SeekIndex:
             self._done = True
         return True
 
-    def _seek(self, wanted: set[str]) -> dict[str, Record] | None:
+    def _seek(self, wanted: set[str]) -> dict[str, Exchange] | None:
         if not self._prepare():
             return None
         if not wanted <= self.spots.keys() and not self._done:
@@ -143,7 +144,7 @@ class SeekIndex:
             spot = self.spots.get(rid)
             if spot is not None:
                 by_frame[spot.frame][spot.seq] = rid
-        found: dict[str, Record] = {}
+        found: dict[str, Exchange] = {}
         for k, seqs in by_frame.items():
             found.update(self._read_frame(self.frames[k], seqs))
         return found
@@ -190,11 +191,11 @@ class SeekIndex:
             if isinstance(buf, mmap.mmap):
                 buf.close()
 
-    def _read_frame(self, frame: Frame, seqs: dict[int, str]) -> dict[str, Record]:
+    def _read_frame(self, frame: Frame, seqs: dict[int, str]) -> dict[str, Exchange]:
         data = _part(self.path, frame.start, frame.end)
         self.seeks += 1
         unframer = Unframer(last_seq=frame.first_seq - 1)
-        found: dict[str, Record] = {}
+        found: dict[str, Exchange] = {}
         assert self._version is not None
         for event in frames.walk(data):
             records = unframer.feed(event.data) if isinstance(event, frames.Data) else unframer.finish()
@@ -203,10 +204,10 @@ class SeekIndex:
                 if rid is None:
                     continue
                 try:
-                    record = exchange_of(unpack_payload(payload), self._version)
+                    record = exchange_of_payload(payload, self._version)
                 except PAYLOAD_ERRORS:
                     record = None
-                if record is None or str(record.get("id")) != rid:
+                if record is None or record.id != rid:
                     raise _Stale
                 found[rid] = record
             if len(found) == len(seqs) or not isinstance(event, frames.Data):
@@ -229,12 +230,12 @@ def _ids(records: Any) -> list[tuple[str, int]]:
     return got
 
 
-def scan(path: Location, wanted: Collection[str]) -> dict[str, Record]:
+def scan(path: Location, wanted: Collection[str]) -> dict[str, Exchange]:
     """The exchanges with these ids by a streaming read from the start, stopping once all are found."""
     want = set(wanted)
-    found: dict[str, Record] = {}
+    found: dict[str, Exchange] = {}
     for record in CassetteReader(path):
-        rid = str(record.get("id"))
+        rid = record.id
         if rid in want:
             found[rid] = record
             if len(found) == len(want):

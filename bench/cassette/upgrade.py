@@ -9,31 +9,15 @@ replaces the original by a rename; a damaged original is refused, since what it 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import msgpack
 import msgspec
 
 from bench.cassette import columns, compact
-from bench.cassette.format import EXCHANGE, FORMAT_VERSION
+from bench.cassette.format import FORMAT_VERSION
 from bench.cassette.framing import frame_record
 from bench.cassette.reader import CassetteReader
-from bench.cassette.records import encode
+from bench.cassette.records import encode, encode_exchange
 from bench.errors import BenchError
-
-Record = dict[str, Any]
-
-
-def pack_exchange(record: Record, packer: msgpack.Packer) -> bytes:
-    """An exchange's v2 payload (the writer's packing, without redaction: the record was redacted when written)."""
-    record = {**record, "kind": EXCHANGE}
-    response = record.get("response")
-    times = response.get("chunk_us") if isinstance(response, dict) else None
-    if not isinstance(times, list):
-        return columns.payload(packer.pack(record), None)
-    assert isinstance(response, dict)
-    record["response"] = {k: v for k, v in response.items() if k != "chunk_us"}
-    return columns.payload(packer.pack(record), times)
 
 
 def upgrade_file(path: Path, level: int = compact.ARCHIVE_LEVEL) -> str:
@@ -45,8 +29,8 @@ def upgrade_file(path: Path, level: int = compact.ARCHIVE_LEVEL) -> str:
     records = list(reader)
     if reader.damaged:  # a cut recording (no end record, no damage) is upgraded as it is
         raise BenchError(f"{reader.problem}; not upgraded (the upgrade cannot restore what is lost)")
-    packer = msgpack.Packer(use_bin_type=True)
-    payloads = [pack_exchange(r, packer) for r in records]
+    # The writer's packing without redaction: the records were redacted when written.
+    payloads = [columns.payload(*encode_exchange(r)) for r in records]
     if reader.end is not None:
         payloads.append(columns.payload(encode(reader.end), None))
     raw = b"".join(frame_record(seq, payload) for seq, payload in enumerate(payloads, start=1))

@@ -27,14 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import zstandard
 
 from bench import __version__
 from bench.cassette import columns, compact
-from bench.cassette.format import EXCHANGE, SEGMENT_BYTES, SUFFIX
+from bench.cassette.format import SEGMENT_BYTES, SUFFIX
 from bench.cassette.framing import prefix
-from bench.cassette.records import End, Header, RunMeta, Settings, encode
+from bench.cassette.records import End, Exchange, Header, RunMeta, Settings, encode, encode_exchange
 from bench.cassette.redact import Redactor
 from bench.errors import BenchError
 from bench.fingerprint import FINGERPRINT_VERSION
@@ -118,7 +117,6 @@ class CassetteWriter:
         self._cond = threading.Condition()
         self._closing = False
         self._error: BaseException | None = None
-        self._packer = msgpack.Packer(use_bin_type=True)
         # Records are numbered as they are queued; `_written` is how many have reached the file, in order.
         self._queued_count = 0
         self._written = 0
@@ -165,36 +163,25 @@ class CassetteWriter:
 
     # -- producer side -------------------------------------------------------------------------------------------
 
-    def pack_exchange(self, record: dict[str, Any]) -> Packed:
+    def pack_exchange(self, record: Exchange) -> Packed:
         *_, packed = self.packing(record)
         assert packed is not None
         return packed
 
-    def packing(self, record: dict[str, Any]) -> Iterator[Packed | None]:
+    def packing(self, record: Exchange) -> Iterator[Packed | None]:
         """`pack_exchange` in two steps, redaction then packing, with a None yielded between them (an event loop can
         run other work there); the last value is the packed record. The arrival times are packed apart, as a column,
         by the writer thread (bench.cassette.columns): this side does less than packing them as integers."""
-        record["kind"] = EXCHANGE
         self.redactor.redact_exchange(record)
         yield None
-        response = record.get("response")
-        times = response.get("chunk_us") if isinstance(response, dict) else None
-        if not isinstance(times, list):
-            yield bytes(self._packer.pack(record)), None
-            return
-        assert isinstance(response, dict)
-        del response["chunk_us"]
-        try:
-            packed = bytes(self._packer.pack(record))
-        finally:
-            response["chunk_us"] = times  # the caller's record is left as it was
+        packed, times = encode_exchange(record)
         yield packed, list(times)
 
-    def put(self, record: dict[str, Any]) -> None:
+    def put(self, record: Exchange) -> None:
         """Queue a finished exchange; blocks the calling thread while the queue is full."""
         self._enqueue([self.pack_exchange(record)], block=True)
 
-    async def put_async(self, record: dict[str, Any]) -> int:
+    async def put_async(self, record: Exchange) -> int:
         """Queue a finished exchange from the event loop without ever blocking it; returns its number."""
         return await self.put_packed([self.pack_exchange(record)])
 
@@ -208,7 +195,7 @@ class CassetteWriter:
             assert ticket is not None
         return ticket
 
-    async def put_durable(self, record: dict[str, Any]) -> None:
+    async def put_durable(self, record: Exchange) -> None:
         """As `put_async`, then wait (the loop runs on) until the record is in the file."""
         await self.written(await self.put_async(record))
 

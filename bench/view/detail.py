@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from bench.cassette import records
 from bench.parse import parse_exchange
 from bench.view.index import UNTAGGED, Index, Row
 from bench.view.timeline import Timeline, timeline
@@ -112,7 +113,7 @@ def _call(name: Any, arguments: Any) -> dict[str, str]:
     return {"name": str(name or ""), "arguments": _pretty(arguments if arguments is not None else {})}
 
 
-def _exchange(entry: ExchangeScore, record: dict[str, Any], scored: bool) -> Exchange:
+def _exchange(entry: ExchangeScore, record: records.Exchange, scored: bool) -> Exchange:
     parsed = parse_exchange(record, keep_events=True)
     answer = Turn(
         role="assistant",
@@ -166,4 +167,4 @@ def raw_stream(index: Index, n: int, exchange_id: str) -> bytes | None:
     record = records.get(exchange_id)
     if record is None:
         return None
-    return b"".join((record.get("response") or {}).get("chunks") or [])
+    return b"".join(record.response.chunks)

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from bench.cassette.records import Exchange
 from bench.cassette.seek import SeekIndex
 from bench.errors import BenchError, CassetteError
 from bench.storage import Location, is_url
@@ -92,7 +93,7 @@ class Index:
         self._tally: dict[str, _RunTally] = {}
         self._seek: dict[str, SeekIndex] = {}
         self._cassettes: dict[str, Location] = {}  # every cassette named, in order of first mention
-        self._recent: dict[int, dict[str, dict[str, Any]]] = {}
+        self._recent: dict[int, dict[str, Exchange]] = {}
         self._lock = threading.Lock()  # results are opened from request threads
 
     def add_loaded(self, scores: Scores) -> None:
@@ -195,7 +196,7 @@ class Index:
         thread.start()
         return thread
 
-    def records(self, n: int) -> dict[str, dict[str, Any]]:
+    def records(self, n: int) -> dict[str, Exchange]:
         """The result's exchange records by id, read from its cassette through its seek index: one zstd frame per
         record, not the records before it. The last few results read are kept: opening a result and then its raw
         bytes, or the two sides of a flip, reads once."""

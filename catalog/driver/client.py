@@ -11,10 +11,10 @@ import email.utils
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
 
+from bench.cassette.records import Exchange, Request, Response
 from bench.endpoints import CHAT, RESPONSES
 from bench.parse import ParsedExchange, parse_exchange, parse_stream
 
@@ -127,10 +127,10 @@ async def post_chat(
         parsed.status = status
     else:
         path = "/v1/responses" if endpoint == RESPONSES else "/v1/chat/completions"
-        record: dict[str, Any] = {
-            "request": {"path": path},
-            "response": {"status": status, "chunks": chunks, "chunk_us": _deltas(times), "streamed": streamed},
-        }
+        record = Exchange(
+            request=Request(path=path),
+            response=Response(status=status, chunks=chunks, chunk_us=_deltas(times), streamed=streamed),
+        )
         parsed = parse_exchange(record)
     kind = judge(parsed)
     return AttemptResult(kind, status, parsed, error=parsed.error, retry_after=retry_after)

@@ -10,10 +10,9 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from bench.cassette import CassetteReader, find_cassettes
-from bench.cassette.records import RunMeta
+from bench.cassette.records import Exchange, RunMeta
 from bench.errors import BenchError
 from bench.parse import parse_exchange
 from catalog.driver.client import OK, AttemptResult, judge
@@ -24,13 +23,13 @@ from catalog.model import TestSpec
 JobKey = tuple[str, str, int]
 
 
-def read_run(out_dir: Path, run_id: str) -> tuple[RunMeta, list[Path], dict[JobKey, list[dict[str, Any]]]]:
+def read_run(out_dir: Path, run_id: str) -> tuple[RunMeta, list[Path], dict[JobKey, list[Exchange]]]:
     """The run metadata of the run's first cassette, its cassette files, and its exchanges by job."""
     if not out_dir.is_dir():
         raise BenchError(f"{out_dir}: no such folder; pass the --out folder that holds run {run_id}")
     meta: RunMeta | None = None
     files: list[Path] = []
-    by_job: dict[JobKey, list[dict[str, Any]]] = defaultdict(list)
+    by_job: dict[JobKey, list[Exchange]] = defaultdict(list)
     for path in find_cassettes([out_dir]):
         try:
             reader = CassetteReader(path)
@@ -44,7 +43,7 @@ def read_run(out_dir: Path, run_id: str) -> tuple[RunMeta, list[Path], dict[JobK
         if meta is None or run.resumed_from is None:
             meta = run
         for record in reader:
-            tags = record.get("tags") or {}
+            tags = record.tags
             if tags.get("run") != run_id:
                 continue
             try:
@@ -59,10 +58,10 @@ def read_run(out_dir: Path, run_id: str) -> tuple[RunMeta, list[Path], dict[JobK
     return meta, files, by_job
 
 
-def job_complete(test: TestSpec, records: Iterable[dict[str, Any]], max_retries: int, retry_timeouts: bool) -> bool:
-    by_turn: dict[int, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+def job_complete(test: TestSpec, records: Iterable[Exchange], max_retries: int, retry_timeouts: bool) -> bool:
+    by_turn: dict[int, list[tuple[int, Exchange]]] = defaultdict(list)
     for record in records:
-        tags = record.get("tags") or {}
+        tags = record.tags
         try:
             by_turn[int(tags.get("turn", 0))].append((int(tags.get("attempt", 1)), record))
         except ValueError:
@@ -85,6 +84,6 @@ def job_complete(test: TestSpec, records: Iterable[dict[str, Any]], max_retries:
 
 
 def missing_jobs(
-    jobs: list[Job], by_job: dict[JobKey, list[dict[str, Any]]], max_retries: int, retry_timeouts: bool
+    jobs: list[Job], by_job: dict[JobKey, list[Exchange]], max_retries: int, retry_timeouts: bool
 ) -> list[Job]:
     return [j for j in jobs if not job_complete(j.test, by_job.get(j.key, ()), max_retries, retry_timeouts)]

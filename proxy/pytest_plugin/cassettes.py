@@ -16,12 +16,11 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from bench.cassette import CassetteReader, CassetteWriter
-from bench.cassette.records import Header
+from bench.cassette.records import Exchange, Header
 from bench.errors import BenchError
 
 # Exchanges a replay served (in new_episodes mode, `auto` records those too) are not new recordings.
@@ -83,7 +82,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _read(path: Path) -> tuple[Header, list[dict[str, Any]]]:
+def _read(path: Path) -> tuple[Header, list[Exchange]]:
     reader = CassetteReader(path)
     return reader.header, list(reader)
 
@@ -92,13 +91,13 @@ def commit(partial: Path, cassette: Path, *, join: bool, session: str) -> int:
     """Move what the test recorded into its cassette; returns how many new exchanges it holds now. `join` keeps the
     old exchanges (new_episodes); a cassette this run already wrote (`session`) is always joined, never replaced."""
     header, records = _read(partial)
-    new = [r for r in records if r.get("mode") != REPLAYED]
+    new = [r for r in records if r.mode != REPLAYED]
     if not new:
         partial.unlink()
         return 0
     with folder_lock(cassette.parent):
         old_header: Header | None = None
-        old: list[dict[str, Any]] = []
+        old: list[Exchange] = []
         if cassette.exists():
             existing_header, existing = _read(cassette)
             if join or existing_header.run.session == session:
@@ -112,7 +111,7 @@ def commit(partial: Path, cassette: Path, *, join: bool, session: str) -> int:
             run = msgspec.structs.replace(run, first_recorded_us=recorded_at_us(old_header))
         with CassetteWriter(merged, settings=header.settings, run=run, redactor=None) as writer:
             for n, record in enumerate([*old, *new], start=1):
-                record["id"] = f"x{n}"  # ids name exchanges in messages: unique again after joining
+                record.id = f"x{n}"  # ids name exchanges in messages: unique again after joining
                 writer.put(record)
         os.replace(merged, cassette)
         partial.unlink()

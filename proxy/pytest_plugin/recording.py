@@ -125,7 +125,7 @@ class TestRecording:
             o.misses = [f"bench: {self.test}: {m}" for m in state.miss_messages]
             o.replayed = state.stats.replayed
             if self.plan == REPLAY and state.index is not None:
-                o.unused = [f"{r.id} ({r.request.get('method')} {r.request.get('path')})" for r in state.index.unused()]
+                o.unused = [f"{r.id} ({r.request.method} {r.request.path})" for r in state.index.unused()]
         return o.misses
 
     async def stop(self, loop: ProxyLoop) -> None:

@@ -7,7 +7,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.cassette.records import Exchange
 from bench.parse import parse_exchange
+from tests.support.records import exchange
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **top: Any) -> bytes:
@@ -19,19 +21,21 @@ def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **top:
     return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
 
-def stream_record(chunks: list[bytes], gaps: list[int] | None = None, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": "x1",
-        "request": {"method": "POST", "path": "/v1/chat/completions", "body": b'{"model":"m"}'},
-        "response": {
-            "status": 200,
-            "streamed": True,
-            "chunks": chunks,
-            "chunk_us": gaps or [1000] * len(chunks),
-        },
-        "outcome": "complete",
-        **extra,
-    }
+def stream_record(chunks: list[bytes], gaps: list[int] | None = None, **extra: Any) -> Exchange:
+    return exchange(
+        {
+            "id": "x1",
+            "request": {"method": "POST", "path": "/v1/chat/completions", "body": b'{"model":"m"}'},
+            "response": {
+                "status": 200,
+                "streamed": True,
+                "chunks": chunks,
+                "chunk_us": gaps or [1000] * len(chunks),
+            },
+            "outcome": "complete",
+            **extra,
+        }
+    )
 
 
 TOOL_STREAM = [
@@ -107,11 +111,11 @@ def test_non_streamed_body() -> None:
         "usage": {"completion_tokens": 9},
     }
     raw = json.dumps(body).encode()
-    rec = {"response": {"status": 200, "streamed": False, "chunks": [raw[:10], raw[10:]], "chunk_us": [500, 700]}}
+    rec = exchange(response={"status": 200, "streamed": False, "chunks": [raw[:10], raw[10:]], "chunk_us": [500, 700]})
     p = parse_exchange(rec)
     assert p.tool_calls[0].parsed_arguments == {"x": 1} and p.content == ""
     assert p.timing.e2el_us == 1200 and p.timing.output_tokens == 9
-    err = parse_exchange({"response": {"status": 429, "chunks": [b'{"error":{"message":"slow down"}}']}})
+    err = parse_exchange(exchange(response={"status": 429, "chunks": [b'{"error":{"message":"slow down"}}']}))
     assert err.findings == ["http_error"] and err.error == "slow down"
 
 
@@ -277,7 +281,7 @@ def test_a_call_with_empty_arguments_has_the_empty_object() -> None:
         assert "invalid_tool_json" not in p.findings
     message = {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "now", "arguments": ""}}]}
     body = json.dumps({"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}).encode()
-    p = parse_exchange({"response": {"status": 200, "streamed": False, "chunks": [body], "chunk_us": [5]}})
+    p = parse_exchange(exchange(response={"status": 200, "streamed": False, "chunks": [body], "chunk_us": [5]}))
     assert [(c.parsed_arguments, c.valid_json) for c in p.tool_calls] == [({}, True)] and p.findings == []
 
 

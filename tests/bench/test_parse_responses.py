@@ -7,7 +7,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.cassette.records import Exchange
 from bench.parse import PARSER_VERSION, ParsedExchange, parse_exchange
+from tests.support.records import exchange
 
 USAGE = {
     "input_tokens": 40,
@@ -65,15 +67,15 @@ def tool_and_text_stream(terminal: str = "response.completed") -> list[bytes]:
     return out
 
 
-def record(
-    chunks: list[bytes], *, streamed: bool = True, status: int = 200, path: str = "/v1/responses"
-) -> dict[str, Any]:
-    return {
-        "id": "x1",
-        "request": {"method": "POST", "path": path, "body": b'{"model":"m"}'},
-        "response": {"status": status, "streamed": streamed, "chunks": chunks, "chunk_us": [1000] * len(chunks)},
-        "outcome": "complete",
-    }
+def record(chunks: list[bytes], *, streamed: bool = True, status: int = 200, path: str = "/v1/responses") -> Exchange:
+    return exchange(
+        {
+            "id": "x1",
+            "request": {"method": "POST", "path": path, "body": b'{"model":"m"}'},
+            "response": {"status": status, "streamed": streamed, "chunks": chunks, "chunk_us": [1000] * len(chunks)},
+            "outcome": "complete",
+        }
+    )
 
 
 def test_stream_text_reasoning_and_tool_call() -> None:

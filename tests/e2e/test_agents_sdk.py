@@ -75,11 +75,11 @@ async def test_two_tool_agent_records_replays_and_is_scored(tmp_path: Path, stre
     assert replayed == recorded
 
     records = [r for p in find_cassettes([cassettes]) for r in CassetteReader(p)]
-    live = [r for r in records if r["mode"] == "record"]
-    assert len(live) == 3 and all(r["request"]["path"] == "/v1/responses" for r in live)
-    parsed = [parse_exchange(r) for r in sorted(live, key=lambda r: r["started"])]
+    live = [r for r in records if r.mode == "record"]
+    assert len(live) == 3 and all(r.request.path == "/v1/responses" for r in live)
+    parsed = [parse_exchange(r) for r in sorted(live, key=lambda r: r.started)]
     assert [[c.name for c in p.tool_calls] for p in parsed] == [["get_weather"], ["get_time"], []]
-    assert all(p.findings == [] and r["outcome"] == "complete" for p, r in zip(parsed, live, strict=True))
+    assert all(p.findings == [] and r.outcome == "complete" for p, r in zip(parsed, live, strict=True))
     assert parsed[-1].content == recorded
 
     rules = tmp_path / "rules.yaml"

@@ -40,7 +40,7 @@ def test_every_shipped_cassette_reads_whole_and_parses() -> None:
         parsed = [parse_exchange(r) for r in records]
         assert {p.model for p in parsed if p.model} == {"smollm2"}
         # Tool-calling tests were sent with their tools (SmolLM2-135M declines to call them unforced).
-        assert any(b'"tools"' in r["request"]["body"] for r in records)
+        assert any(b'"tools"' in r.request.body for r in records)
 
 
 @pytest.mark.skipif(not shipped(), reason="no cassette shipped yet")

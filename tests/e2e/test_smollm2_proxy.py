@@ -59,7 +59,7 @@ async def test_record_then_replay_the_same_bytes_with_the_server_stopped(smollm2
     assert plain.choices[0].message.tool_calls, "a forced tool_choice gives a real tool call"
 
     _header, exchanges = read_cassette(recorder.cassette_path or Path())
-    assert len(exchanges) == 3 and all(x["outcome"] == "complete" for x in exchanges)
+    assert len(exchanges) == 3 and all(x.outcome == "complete" for x in exchanges)
     parsed = parse_exchange(exchanges[1])
     assert parsed.tool_calls and parsed.tool_calls[0].name == "get_weather"
     assert b"sk-e2e-secret" not in (recorder.cassette_path or Path()).read_bytes()

@@ -36,10 +36,10 @@ def test_record_and_rescore_against_smollm2(smollm2: str, tmp_path: Path) -> Non
     [cassette] = find_cassettes([tmp_path / "cas"])
     header, exchanges = read_cassette(cassette)
     assert header.run.id, "the driver's run metadata is in the header"
-    assert {x["tags"]["test"] for x in exchanges} == set(TESTS)
-    assert all(x["tags"]["model"] == "smollm2" for x in exchanges)
+    assert {x.tags["test"] for x in exchanges} == set(TESTS)
+    assert all(x.tags["model"] == "smollm2" for x in exchanges)
     # A 135M model may or may not call the tool without tool_choice; the tool schemas must have been sent.
-    assert any(b'"tools"' in x["request"]["body"] for x in exchanges)
+    assert any(b'"tools"' in x.request.body for x in exchanges)
 
     scores = tmp_path / "scores.jsonl"
     res = bench("rescore", str(tmp_path / "cas"), "--out", str(scores), "--jobs", "1", cwd=tmp_path)

@@ -42,10 +42,10 @@ async def test_a_request_is_timed_from_its_arrival_not_from_when_its_handler_sta
     await proxy.close()
     assert answer.count(b"HTTP/1.1 200 OK") == 2
     assert proxy.cassette_path is not None
-    first, second = sorted(read_cassette(proxy.cassette_path)[1], key=lambda r: r["started"])
-    assert first["request"]["body"] == slow[1] and second["request"]["body"] == quick[1]
-    assert second["started"] - first["started"] < 50_000
-    assert second["timing"]["sent_upstream"] >= 140_000
+    first, second = sorted(read_cassette(proxy.cassette_path)[1], key=lambda r: r.started)
+    assert first.request.body == slow[1] and second.request.body == quick[1]
+    assert second.started - first.started < 50_000
+    assert second.timing.sent_upstream >= 140_000
 
 
 async def test_expect_100_continue_is_answered_before_the_body_is_sent(upstream: Upstream, cassettes: Path) -> None:

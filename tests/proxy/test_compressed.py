@@ -14,6 +14,7 @@ from openai import AsyncOpenAI
 
 from bench.cassette import read_cassette
 from bench.cassette.cassette_command import har_entry, jsonl_record, render_exchange
+from bench.cassette.records import Exchange
 from bench.parse import parse_exchange
 from proxy import start_proxy
 from tests.proxy.conftest import MESSAGES, TOOLS
@@ -28,7 +29,7 @@ REQUESTS: list[dict[str, Any]] = [
 ]
 
 
-async def record_all(upstream_url: str, cassettes: Path) -> tuple[list[bytes], list[Any], list[dict[str, Any]]]:
+async def record_all(upstream_url: str, cassettes: Path) -> tuple[list[bytes], list[Any], list[Exchange]]:
     """Each request through a recording proxy with the real SDK: the wire bytes the client got, what the SDK made of
     them (decoded by its HTTP client), and the records."""
     proxy = await start_proxy(upstream=upstream_url, cassettes=cassettes)
@@ -52,7 +53,7 @@ async def record_all(upstream_url: str, cassettes: Path) -> tuple[list[bytes], l
     return wire, seen, read_cassette(proxy.cassette_path)[1]
 
 
-def facts(record: dict[str, Any]) -> dict[str, Any]:
+def facts(record: Exchange) -> dict[str, Any]:
     p = parse_exchange(record)
     return {
         "content": p.content,
@@ -62,9 +63,9 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
         "model": p.model,
         "events": p.timing.n_events,
         "findings": p.findings,
-        "outcome": record["outcome"],
-        "recorded model": record["upstream"]["model"],
-        "has first token": record["timing"]["first_token"] is not None,
+        "outcome": record.outcome,
+        "recorded model": record.upstream.model,
+        "has first token": record.timing.first_token is not None,
     }
 
 
@@ -82,22 +83,22 @@ async def test_a_compressed_gateway_is_recorded_parsed_and_shown_as_if_plain(
     assert seen == plain_seen  # the SDK decoded the same answers
     # The cassette keeps the wire bytes, compressed, exactly as the client got them.
     wire_records = records[0::2]
-    assert [b"".join(r["response"]["chunks"]) for r in wire_records] == wire
-    assert all(dict(r["response"]["headers"]).get("Content-Encoding") == coding for r in wire_records)
+    assert [b"".join(r.response.chunks) for r in wire_records] == wire
+    assert all(dict(r.response.headers).get("Content-Encoding") == coding for r in wire_records)
     assert wire != plain_wire
     for rec, plain in zip(wire_records, plain_records[0::2], strict=True):
         got = facts(rec)
         assert got == facts(plain)
         assert got["outcome"] == "complete" and got["recorded model"] == "test-model"
-        assert got["has first token"] == bool(rec["response"]["streamed"])
+        assert got["has first token"] == bool(rec.response.streamed)
         assert got["content"] or got["calls"]
         shown = render_exchange(rec, "c.cassette", len(records))
         assert f"{coding}," in shown and (got["content"] or got["calls"][0][0]) in shown
         har = har_entry(rec)["response"]["content"]
-        assert har["text"].encode() == b"".join(plain["response"]["chunks"])
-        assert har["compression"] == len(har["text"].encode()) - len(b"".join(rec["response"]["chunks"]))
+        assert har["text"].encode() == b"".join(plain.response.chunks)
+        assert har["compression"] == len(har["text"].encode()) - len(b"".join(rec.response.chunks))
         line = orjson.loads(orjson.dumps(jsonl_record(rec)))
-        assert line["response"]["decoded"].encode() == b"".join(plain["response"]["chunks"])
+        assert line["response"]["decoded"].encode() == b"".join(plain.response.chunks)
 
 
 async def test_the_first_token_is_the_read_whose_decoded_bytes_complete_it(upstream: Upstream, tmp_path: Path) -> None:
@@ -116,23 +117,23 @@ async def test_the_first_token_is_the_read_whose_decoded_bytes_complete_it(upstr
     record = read_cassette(proxy.cassette_path)[1][0]
     offsets = []
     total = 0
-    for delta in record["response"]["chunk_us"]:
+    for delta in record.response.chunk_us:
         total += delta
         offsets.append(total)
     # Independently of bench's decoder: the read at which the decoded stream first holds a word.
     z = zlib.decompressobj(zlib.MAX_WBITS | 16)
     text = b""
     first_word_read = None
-    for i, chunk in enumerate(record["response"]["chunks"]):
+    for i, chunk in enumerate(record.response.chunks):
         text += z.decompress(chunk)
         if re.search(rb'"content":"[^"]', text):
             first_word_read = i
             break
     assert first_word_read is not None
-    assert record["timing"]["first_token"] == offsets[first_word_read]
+    assert record.timing.first_token == offsets[first_word_read]
     if first_word_read > 0:  # the role chunk's read came first (unless both arrived in one read): a later time
         # (not "60 ms later": how soon each read is taken depends on the load, which the test does not control)
-        assert record["timing"]["first_token"] > offsets[0]
+        assert record.timing.first_token > offsets[0]
 
 
 def test_a_catalog_recorded_through_a_compressing_gateway_scores_as_the_plain_run(tmp_path: Path) -> None:

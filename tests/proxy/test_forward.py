@@ -51,30 +51,30 @@ async def test_sdk_gets_the_same_bytes_as_direct_and_everything_is_recorded(
     assert len(records) == 7 == proxy.stats.exchanges
     by_path = {}
     for r in records:
-        by_path.setdefault(r["request"]["path"], []).append(r)
+        by_path.setdefault(r.request.path, []).append(r)
     streamed = by_path["/v1/chat/completions"][1]
-    assert streamed["response"]["streamed"] and b"".join(streamed["response"]["chunks"]) == expected["chat_stream"]
+    assert streamed.response.streamed and b"".join(streamed.response.chunks) == expected["chat_stream"]
     # How many reads the stream arrived in depends on scheduling (a busy machine merges them): one time per read is
     # checked here, one read per upstream write in test_each_upstream_read_is_kept_with_its_own_time.
-    assert len(streamed["response"]["chunks"]) == len(streamed["response"]["chunk_us"]) >= 1
-    t = streamed["timing"]
-    assert 0 <= t["sent_upstream"] <= t["headers"] <= t["first_byte"] <= t["first_token"] <= t["end"]
-    assert 0 < t["proxy_us"] < t["end"]
+    assert len(streamed.response.chunks) == len(streamed.response.chunk_us) >= 1
+    t = streamed.timing
+    assert 0 <= t.sent_upstream <= t.headers <= t.first_byte <= t.first_token <= t.end
+    assert 0 < t.proxy_us < t.end
     # The proxy's longest loop stall while the exchange was in flight (tests/proxy/test_lag.py: what it sees).
-    assert all(isinstance(r["timing"]["loop_lag_us"], int) and r["timing"]["loop_lag_us"] >= 0 for r in records)
-    assert streamed["outcome"] == "complete" and streamed["error"] is None
-    assert streamed["upstream"]["system_fingerprint"] == SYSTEM_FINGERPRINT
-    assert streamed["upstream"]["model"] == "test-model"
-    assert streamed["upstream"]["server"].startswith("bench-test-upstream")
-    assert streamed["upstream"]["headers"]["x-request-id"].startswith("req_")
-    assert streamed["request"]["fp"].startswith("fp1:")
-    assert json.loads(streamed["request"]["body"])["stream"] is True
+    assert all(isinstance(r.timing.loop_lag_us, int) and r.timing.loop_lag_us >= 0 for r in records)
+    assert streamed.outcome == "complete" and streamed.error is None
+    assert streamed.upstream.system_fingerprint == SYSTEM_FINGERPRINT
+    assert streamed.upstream.model == "test-model"
+    assert streamed.upstream.server.startswith("bench-test-upstream")
+    assert streamed.upstream.headers["x-request-id"].startswith("req_")
+    assert streamed.request.fp.startswith("fp1:")
+    assert json.loads(streamed.request.body)["stream"] is True
     plain = by_path["/v1/chat/completions"][0]
-    assert plain["timing"]["first_token"] is None and not plain["response"]["streamed"]
-    assert plain["upstream"]["system_fingerprint"] == SYSTEM_FINGERPRINT
-    assert by_path["/v1/models"][0]["request"]["method"] == "GET"
-    assert by_path["/v1/embeddings"][0]["upstream"]["model"] == "test-embed"
-    assert [r["id"] for r in records] == [f"x{i}" for i in range(1, 8)]
+    assert plain.timing.first_token is None and not plain.response.streamed
+    assert plain.upstream.system_fingerprint == SYSTEM_FINGERPRINT
+    assert by_path["/v1/models"][0].request.method == "GET"
+    assert by_path["/v1/embeddings"][0].upstream.model == "test-embed"
+    assert [r.id for r in records] == [f"x{i}" for i in range(1, 8)]
 
 
 async def test_each_upstream_read_is_kept_with_its_own_time(cassettes: Path) -> None:
@@ -110,8 +110,8 @@ async def test_each_upstream_read_is_kept_with_its_own_time(cassettes: Path) -> 
         await runner.cleanup()
     assert proxy.cassette_path is not None
     [record] = read_cassette(proxy.cassette_path)[1]
-    assert record["response"]["chunks"] == events
-    assert len(record["response"]["chunk_us"]) == len(events) and all(d >= 0 for d in record["response"]["chunk_us"])
+    assert record.response.chunks == events
+    assert len(record.response.chunk_us) == len(events) and all(d >= 0 for d in record.response.chunk_us)
 
 
 async def test_first_token_is_the_first_content_or_tool_delta_not_the_role_frame(
@@ -125,11 +125,11 @@ async def test_first_token_is_the_first_content_or_tool_delta_not_the_role_frame
     await proxy.close()
     assert proxy.cassette_path is not None
     for record in read_cassette(proxy.cassette_path)[1]:
-        chunks = record["response"]["chunks"]
-        arrival = list(itertools.accumulate(record["response"]["chunk_us"]))
+        chunks = record.response.chunks
+        arrival = list(itertools.accumulate(record.response.chunk_us))
         first = next(i for i, c in enumerate(chunks) if b'"delta":{"content":"' in c or b'"tool_calls"' in c)
         assert b'"role":"assistant"' in chunks[0]
-        assert record["timing"]["first_token"] == arrival[first]
+        assert record.timing.first_token == arrival[first]
 
 
 async def test_headers_forwarded_minus_hop_by_hop_and_bench_tags(upstream: Upstream, cassettes: Path) -> None:
@@ -159,9 +159,9 @@ async def test_headers_forwarded_minus_hop_by_hop_and_bench_tags(upstream: Upstr
     assert not names & {"x-bench-run", "x-bench-test", "x-bench-epoch", "keep-alive", "x-drop-me"}
     assert proxy.cassette_path is not None
     record = read_cassette(proxy.cassette_path)[1][0]
-    assert record["tags"] == {"run": "run-7", "test": "t.case", "epoch": "2"}
-    assert record["request"]["query"] == "api-version=2024"
-    assert ["X-Bench-Run", "run-7"] in record["request"]["headers"]
+    assert record.tags == {"run": "run-7", "test": "t.case", "epoch": "2"}
+    assert record.request.query == "api-version=2024"
+    assert ["X-Bench-Run", "run-7"] in record.request.headers
 
 
 async def test_upstream_http_errors_pass_through_and_are_complete(upstream: Upstream, cassettes: Path) -> None:
@@ -176,7 +176,7 @@ async def test_upstream_http_errors_pass_through_and_are_complete(upstream: Upst
     await proxy.close()
     assert proxy.cassette_path is not None
     records = read_cassette(proxy.cassette_path)[1]
-    assert [(r["response"]["status"], r["outcome"]) for r in records] == [(429, "complete"), (500, "complete")]
+    assert [(r.response.status, r.outcome) for r in records] == [(429, "complete"), (500, "complete")]
 
 
 def _free_port() -> int:
@@ -198,8 +198,8 @@ async def test_unreachable_upstream_gives_openai_shaped_502(cassettes: Path) -> 
     [record] = read_cassette(proxy.cassette_path)[1]
     await client.close()
     await proxy.close()
-    assert record["outcome"] == "upstream_error" and record["response"]["status"] == 502
-    assert dead in record["error"] and proxy.stats.errors == 1
+    assert record.outcome == "upstream_error" and record.response.status == 502
+    assert dead in record.error and proxy.stats.errors == 1
 
 
 async def test_silent_upstream_gives_504_and_silence_mid_stream_is_a_timeout(
@@ -216,8 +216,8 @@ async def test_silent_upstream_gives_504_and_silence_mid_stream_is_a_timeout(
     await proxy.close()
     assert proxy.cassette_path is not None
     records = read_cassette(proxy.cassette_path)[1]
-    assert [r["outcome"] for r in records] == ["timeout", "timeout"]
-    assert records[1]["response"]["status"] == 200 and records[1]["response"]["cut"]
+    assert [r.outcome for r in records] == ["timeout", "timeout"]
+    assert records[1].response.status == 200 and records[1].response.cut
 
 
 async def test_upstream_drop_mid_stream_is_recorded_as_truncated(upstream: Upstream, cassettes: Path) -> None:
@@ -231,8 +231,8 @@ async def test_upstream_drop_mid_stream_is_recorded_as_truncated(upstream: Upstr
     await proxy.close()
     assert proxy.cassette_path is not None
     dropped, no_done = read_cassette(proxy.cassette_path)[1]
-    assert dropped["outcome"] == "truncated" and dropped["response"]["cut"] and dropped["error"]
-    assert no_done["outcome"] == "truncated" and not no_done["response"]["cut"]
+    assert dropped.outcome == "truncated" and dropped.response.cut and dropped.error
+    assert no_done.outcome == "truncated" and not no_done.response.cut
 
 
 async def test_client_disconnect_cancels_the_upstream_request(upstream: Upstream, cassettes: Path) -> None:
@@ -250,7 +250,7 @@ async def test_client_disconnect_cancels_the_upstream_request(upstream: Upstream
     await proxy.close()
     assert proxy.cassette_path is not None
     record = read_cassette(proxy.cassette_path)[1][0]
-    assert record["outcome"] == "client_disconnected" and proxy.stats.client_disconnects == 1
+    assert record.outcome == "client_disconnected" and proxy.stats.client_disconnects == 1
 
 
 async def test_upstream_key_replaces_the_client_token(

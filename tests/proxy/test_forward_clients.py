@@ -52,7 +52,7 @@ async def test_sync_sdk_streams_are_complete_recorded_and_replayed_with_no_trace
     assert end is not None
     assert sum(len(texts) for texts in results) == len(records) == THREADS * PER_THREAD
     assert all(text for texts in results for text in texts)
-    assert {r["outcome"] for r in records} == {"complete"}
+    assert {r.outcome for r in records} == {"complete"}
     assert proxy.stats.client_disconnects == 0 and end.client_disconnects == 0
 
     # Replayed to the same client: the same answers, every one complete again.
@@ -61,7 +61,7 @@ async def test_sync_sdk_streams_are_complete_recorded_and_replayed_with_no_trace
     await player.close()
     assert player.cassette_path is not None
     replayed = list(CassetteReader(player.cassette_path))
-    assert len(replayed) == PER_THREAD and {r["outcome"] for r in replayed} == {"complete"}
+    assert len(replayed) == PER_THREAD and {r.outcome for r in replayed} == {"complete"}
     assert player.stats.client_disconnects == 0
     # The proxy's and its aiohttp server's log (not the garbage collector's words about earlier tests).
     problems = [r for r in caplog.records if r.name.startswith(("bench", "aiohttp")) and r.levelno >= logging.WARNING]
@@ -95,7 +95,7 @@ async def test_sync_sdk_leaving_mid_stream_is_client_disconnected(
     records = list(reader)
     end = reader.end
     assert end is not None
-    assert [r["outcome"] for r in records] == ["client_disconnected"]
+    assert [r.outcome for r in records] == ["client_disconnected"]
     assert proxy.stats.client_disconnects == 1 and end.client_disconnects == 1
     assert upstream.requests[-1].disconnected
     assert not [r for r in caplog.records if r.name.startswith(("bench", "aiohttp")) and r.levelno >= logging.WARNING]

@@ -164,12 +164,12 @@ def artifacts(cassette: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out["cassette"] = zstandard.ZstdDecompressor().decompressobj().decompress(cassette.read_bytes())
     records = read_cassette(cassette)[1]
     out["cassette bodies decoded"] = b"".join(
-        decoded_record_reads(r["response"]["headers"], r["response"]["chunks"]).body for r in records
+        decoded_record_reads(r.response.headers, r.response.chunks).body for r in records
     )
     capsys.readouterr()
     show = b""
     for record in records:
-        assert main(["cassette", "show", str(cassette), "--id", record["id"]]) == 0
+        assert main(["cassette", "show", str(cassette), "--id", record.id]) == 0
         captured = capsys.readouterr()
         show += (captured.out + captured.err).encode()
     out["cassette show"] = show
@@ -250,8 +250,8 @@ async def test_no_secret_reaches_any_artifact_from_a_hostile_upstream(
     assert len(records) == (len(MODELS) * 2 + 1) * (1 if keys == "proxy keys" else 3)
     # Compressed exchanges are scored like plain ones: complete, with a model and, streamed, a first token.
     for record in records:
-        if record["response"]["status"] == 200:
-            assert record["outcome"] == "complete", record["id"]
-            assert record["upstream"]["model"] in MODELS
-            if record["response"]["streamed"]:
-                assert record["timing"]["first_token"] is not None
+        if record.response.status == 200:
+            assert record.outcome == "complete", record.id
+            assert record.upstream.model in MODELS
+            if record.response.streamed:
+                assert record.timing.first_token is not None

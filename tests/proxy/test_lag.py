@@ -71,6 +71,6 @@ async def test_a_record_carries_the_stall_its_exchange_saw(upstream: Upstream, c
     await proxy.close()
     assert proxy.cassette_path is not None
     _, records = read_cassette(proxy.cassette_path)
-    quiet, stalled = (r["timing"]["loop_lag_us"] for r in records)
+    quiet, stalled = (r.timing.loop_lag_us for r in records)
     assert stalled >= STALL_S * 1e6
     assert quiet < STALL_S * 1e6

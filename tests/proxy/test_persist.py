@@ -66,8 +66,8 @@ async def test_the_loop_runs_between_the_steps_of_building_records(
     assert ticks >= 5 * 4
     await writer.aclose()
     got = list(CassetteReader(writer.path))
-    assert [r["id"] for r in got] == [f"x{i}" for i in range(1, 6)]
-    assert all(r["request"]["fp"].startswith("fp1:") and r["timing"]["first_token"] is not None for r in got)
+    assert [r.id for r in got] == [f"x{i}" for i in range(1, 6)]
+    assert all(r.request.fp.startswith("fp1:") and r.timing.first_token is not None for r in got)
 
 
 async def test_durable_returns_once_the_record_is_in_the_file(tmp_path: Path) -> None:
@@ -76,6 +76,6 @@ async def test_durable_returns_once_the_record_is_in_the_file(tmp_path: Path) ->
     records = Persister(writer, stats)
     await asyncio.gather(*(records.durable(finished(i), monotonic_ns()) for i in range(40)))
     # Read while the writer is open, as a reader after kill -9 would.
-    assert [r["id"] for r in CassetteReader(writer.path)] == [f"x{i}" for i in range(1, 41)]
+    assert [r.id for r in CassetteReader(writer.path)] == [f"x{i}" for i in range(1, 41)]
     assert stats.exchanges == 40 and stats.lost == 0
     await writer.aclose()

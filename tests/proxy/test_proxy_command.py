@@ -90,8 +90,8 @@ async def test_sigint_lets_in_flight_streams_finish_and_closes_the_cassette(
     reader = CassetteReader(path)
     records = list(reader)
     assert not reader.truncated and reader.end is not None and reader.end.interrupted is True
-    assert [r["outcome"] for r in records] == ["complete"]
-    assert b"".join(records[0]["response"]["chunks"]) == body
+    assert [r.outcome for r in records] == ["complete"]
+    assert b"".join(records[0].response.chunks) == body
 
 
 async def test_kill_9_keeps_every_finished_exchange_readable_and_replayable(
@@ -114,7 +114,7 @@ async def test_kill_9_keeps_every_finished_exchange_readable_and_replayable(
     reader = CassetteReader(path)
     records = list(reader)
     assert reader.truncated and reader.end is None
-    assert [b"".join(r["response"]["chunks"]) for r in records] == list(finished.values())
+    assert [b"".join(r.response.chunks) for r in records] == list(finished.values())
 
     await upstream.close()
     player = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
@@ -164,7 +164,7 @@ async def test_sigterm_lets_in_flight_streams_finish_and_closes_the_cassette(
     reader = CassetteReader(path)
     records = list(reader)
     assert reader.end is not None and reader.end.interrupted is True and reader.end.cut_by_shutdown == 0
-    assert [r["outcome"] for r in records] == ["complete"]
+    assert [r.outcome for r in records] == ["complete"]
 
 
 async def test_a_second_ctrl_c_cuts_in_flight_exchanges_without_waiting_for_the_grace(
@@ -189,7 +189,7 @@ async def test_a_second_ctrl_c_cuts_in_flight_exchanges_without_waiting_for_the_
     reader = CassetteReader(path)
     records = list(reader)
     assert reader.end is not None and reader.end.cut_by_shutdown == 1
-    assert [r["outcome"] for r in records] == ["client_disconnected"] and "shut down" in records[0]["error"]
+    assert [r.outcome for r in records] == ["client_disconnected"] and "shut down" in records[0].error
 
 
 async def test_a_request_during_shutdown_gets_an_openai_shaped_503(upstream: Upstream, cassettes: Path) -> None:
@@ -213,7 +213,7 @@ async def test_a_request_during_shutdown_gets_an_openai_shaped_503(upstream: Ups
                 assert resp.headers["Connection"] == "close"
         assert (await asyncio.wait_for(stream, 20)).endswith(b"data: [DONE]\n\n")
         assert await asyncio.wait_for(proc.wait(), 20) == 0
-    assert [r["outcome"] for r in CassetteReader(path)] == ["complete", "complete"]  # the 503 is not an exchange
+    assert [r.outcome for r in CassetteReader(path)] == ["complete", "complete"]  # the 503 is not an exchange
 
 
 async def test_request_timeout_gives_a_504_before_headers_and_cuts_a_long_stream(
@@ -231,9 +231,9 @@ async def test_request_timeout_gives_a_504_before_headers_and_cuts_a_long_stream
             await post(session, url, x_ttft_ms=1, x_delay_ms=200, x_words=50)  # 10 s of stream
         proc.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(proc.wait(), 20) == 0
-    records = sorted(CassetteReader(path), key=lambda r: r["started"])
-    assert [(r["outcome"], r["response"]["status"]) for r in records] == [("timeout", 504), ("timeout", 200)]
-    assert "request timeout" in records[1]["error"] and records[1]["response"]["cut"]
+    records = sorted(CassetteReader(path), key=lambda r: r.started)
+    assert [(r.outcome, r.response.status) for r in records] == [("timeout", 504), ("timeout", 200)]
+    assert "request timeout" in records[1].error and records[1].response.cut
 
 
 async def test_client_bounds_flags_reach_the_proxy(upstream: Upstream, cassettes: Path) -> None:

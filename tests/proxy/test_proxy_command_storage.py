@@ -80,7 +80,7 @@ async def test_a_closed_cassette_is_uploaded_verified_and_replayed_from_s3(
     local = tmp_path / "copy.cassette"
     s3.get_file(name, str(local))
     (record,) = list(CassetteReader(local))
-    assert record["outcome"] == "complete"
+    assert record.outcome == "complete"
     assert "testing" not in out + err  # the credentials are never printed
 
     # Replay from the bucket with the upstream gone: the recording is fetched, then served.

@@ -64,6 +64,6 @@ def test_record_times_are_microsecond_deltas_from_t0() -> None:
     ex.times = [1_002_000_000, 1_002_500_000]
     ex.settle_stream()
     record = ex.to_record(end_ns=1_003_000_000)
-    assert record["response"]["chunk_us"] == [2000, 500]
-    assert record["timing"]["first_byte"] == 2000 and record["timing"]["end"] == 3000
-    assert record["outcome"] == "complete" and record["response"]["raw_bytes"] == sum(map(len, ex.chunks))
+    assert record.response.chunk_us == [2000, 500]
+    assert record.timing.first_byte == 2000 and record.timing.end == 3000
+    assert record.outcome == "complete" and record.response.raw_bytes == sum(map(len, ex.chunks))

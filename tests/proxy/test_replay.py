@@ -13,13 +13,14 @@ import openai
 import pytest
 
 import proxy.forward
-from bench.cassette import CassetteReader, find_cassettes, read_cassette
+from bench.cassette import CassetteReader, find_cassettes, read_cassette, records
 from bench.errors import BenchError
 from proxy import start_proxy
 from proxy.persist import Persister
 from proxy.recorder import Exchange
 from proxy.replay import Recorded, ReplayIndex, describe_miss, match_key, parse_pace, replayable, streams
 from tests.proxy.conftest import CUT, MESSAGES, raw_chat, sdk, sdk_session
+from tests.support.records import exchange
 from tests.support.upstream import Upstream
 
 
@@ -44,10 +45,10 @@ async def test_replay_with_the_upstream_stopped_gives_the_same_bytes(upstream: U
     assert player.stats.replayed == 7 and player.stats.misses == 0
     assert player.cassette_path is not None and recorder.cassette_path is not None
     records = read_cassette(player.cassette_path)[1]
-    assert {r["mode"] for r in records} == {"replay"}
-    assert {r["replay_of"]["cassette"] for r in records} == {recorder.cassette_path.name}
-    stream = next(r for r in records if r["response"]["streamed"] and r["outcome"] == "complete")
-    assert stream["timing"]["first_token"] is not None and stream["upstream"]["system_fingerprint"]
+    assert {r.mode for r in records} == {"replay"}
+    assert {r.replay_of.cassette for r in records} == {recorder.cassette_path.name}
+    stream = next(r for r in records if r.response.streamed and r.outcome == "complete")
+    assert stream.timing.first_token is not None and stream.upstream.system_fingerprint
 
 
 async def test_identical_requests_are_served_in_recorded_order(upstream: Upstream, cassettes: Path) -> None:
@@ -88,8 +89,8 @@ async def test_a_miss_names_the_nearest_request_and_what_differs(upstream: Upstr
     # The miss is in the replay cassette, as the failed exchange the client saw, and is never replayed itself.
     [replay_file] = [p for p in find_cassettes([cassettes]) if p.name.startswith("replay-")]
     [miss] = list(CassetteReader(replay_file))
-    assert miss["response"]["status"] == 404 and miss["outcome"] == "upstream_error" and miss["mode"] == "replay"
-    assert b"replay_miss" in miss["response"]["chunks"][0] and "nearest recorded: x1" in miss["error"]
+    assert miss.response.status == 404 and miss.outcome == "upstream_error" and miss.mode == "replay"
+    assert b"replay_miss" in miss.response.chunks[0] and "nearest recorded: x1" in miss.error
     again = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
     assert again._state.index is not None and len(again._state.index) == 2
     await again.close()
@@ -117,14 +118,14 @@ async def test_auto_replays_hits_and_records_misses(
     assert await raw_chat(client, stream=True) == first
     assert auto.cassette_path is not None
     # The client has the replayed answer, so its record is in the file already.
-    assert [r["mode"] for r in read_cassette(auto.cassette_path)[1]] == ["replay"]
+    assert [r.mode for r in read_cassette(auto.cassette_path)[1]] == ["replay"]
     await raw_chat(client, temperature=1.5)
     await raw_chat(client, stream=True)  # the recording is used up: forwarded
     await client.close()
     await auto.close()
     assert len(upstream.requests) == before + 2
     assert auto.cassette_path is not None
-    assert [r["mode"] for r in read_cassette(auto.cassette_path)[1]] == ["replay", "auto-record", "auto-record"]
+    assert [r.mode for r in read_cassette(auto.cassette_path)[1]] == ["replay", "auto-record", "auto-record"]
 
 
 async def test_pacing_realtime_takes_the_recorded_time_and_instant_does_not(
@@ -137,10 +138,10 @@ async def test_pacing_realtime_takes_the_recorded_time_and_instant_does_not(
     await recorder.close()
     assert recorder.cassette_path is not None
     [recorded] = read_cassette(recorder.cassette_path)[1]
-    recorded_s = recorded["timing"]["end"] / 1e6
+    recorded_s = recorded.timing.end / 1e6
     assert recorded_s >= 0.45
     # The schedule each replay asks for, read where it sleeps (the wall clock of a busy machine only adds delay).
-    offsets_us = [recorded["timing"]["headers"], *itertools.accumulate(recorded["response"]["chunk_us"])]
+    offsets_us = [recorded.timing.headers, *itertools.accumulate(recorded.response.chunk_us)]
     deadlines: list[int] = []
     sleep_until = proxy.forward._sleep_until
 
@@ -202,7 +203,7 @@ async def test_replay_skips_replays_and_disconnects_when_indexing(upstream: Upst
         await asyncio.sleep(0.05)
     await recorder.close()
     assert recorder.cassette_path is not None
-    assert [r["outcome"] for r in read_cassette(recorder.cassette_path)[1]] == ["complete", "client_disconnected"]
+    assert [r.outcome for r in read_cassette(recorder.cassette_path)[1]] == ["complete", "client_disconnected"]
     for _ in range(2):  # the replay sessions write cassettes too; they must not double the index
         player = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
         assert player._state.index is not None and len(player._state.index) == 1
@@ -235,12 +236,12 @@ async def test_a_stream_is_never_served_to_a_client_that_asked_for_json(upstream
 def test_a_stream_left_after_done_replays_and_one_left_before_does_not() -> None:
     from proxy.replay import replayable
 
-    def record(chunks: list[bytes]) -> dict[str, object]:
-        return {
-            "outcome": "client_disconnected",
-            "request": {"fp": "abc"},
-            "response": {"status": 200, "streamed": True, "chunks": chunks},
-        }
+    def record(chunks: list[bytes]) -> records.Exchange:
+        return exchange(
+            outcome="client_disconnected",
+            request={"fp": "abc"},
+            response={"status": 200, "streamed": True, "chunks": chunks},
+        )
 
     done = [b'data: {"choices":[]}\n\n', b"data: [DONE]\n\n"]
     assert replayable(record(done))
@@ -304,7 +305,7 @@ def test_only_a_true_stream_field_asks_for_a_stream(body: bytes, stream: bool) -
 def recorded(i: int, method: str, path: str, body: dict[str, object], query: str = "") -> Recorded:
     raw = json.dumps(body).encode()
     request = {"method": method, "path": path, "query": query, "body": raw, "fp": f"fp1:{i}"}
-    return Recorded("c.cassette", {"id": f"x{i}", "started": i, "request": request, "response": {"status": 200}})
+    return Recorded("c.cassette", exchange(id=f"x{i}", started=i, request=request, response={"status": 200}))
 
 
 def test_nearest_weighs_method_and_path_over_body_fields() -> None:
@@ -327,15 +328,15 @@ def test_nearest_weighs_method_and_path_over_body_fields() -> None:
 
 
 def test_replayable_records() -> None:
-    ok: dict[str, object] = {"request": {"fp": "fp1:a"}, "response": {"status": 200}, "outcome": "complete"}
-    assert replayable(ok)
-    assert not replayable({**ok, "outcome": "client_disconnected"})
-    assert not replayable({**ok, "response": {"status": None}})
-    assert not replayable({**ok, "response": None})
-    assert not replayable({**ok, "mode": "replay"})
-    assert not replayable({**ok, "replay_of": {"id": "x1"}})
-    assert not replayable({**ok, "request": {"fp": None}})
-    assert replayable({**ok, "outcome": "truncated", "mode": "auto-record"})  # a cut upstream is replayed as cut
+    ok = {"request": {"fp": "fp1:a"}, "response": {"status": 200}, "outcome": "complete"}
+    assert replayable(exchange(ok))
+    assert not replayable(exchange({**ok, "outcome": "client_disconnected"}))
+    assert not replayable(exchange({**ok, "response": {"status": None}}))
+    assert not replayable(exchange({**ok, "response": {}}))
+    assert not replayable(exchange({**ok, "mode": "replay"}))
+    assert not replayable(exchange({**ok, "replay_of": {"cassette": "c.cassette", "id": "x1"}}))
+    assert not replayable(exchange({**ok, "request": {}}))
+    assert replayable(exchange({**ok, "outcome": "truncated", "mode": "auto-record"}))  # a cut upstream replays cut
 
 
 def test_the_miss_message_names_the_nearest_and_its_differences() -> None:

@@ -29,7 +29,7 @@ async def test_close_cuts_exchanges_still_running_after_the_grace_period(upstrea
     records = list(reader)
     assert reader.header.run == RunMeta(id="r9") and reader.end is not None
     assert reader.end.interrupted is True and reader.end.cut_by_shutdown == 1
-    assert records[0]["outcome"] == "client_disconnected" and "shut down" in records[0]["error"]
+    assert records[0].outcome == "client_disconnected" and "shut down" in records[0].error
     for _ in range(50):
         if upstream.requests[-1].disconnected:
             break

@@ -6,10 +6,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
 from bench.cassette import CassetteWriter
-from bench.cassette.records import RunMeta, Settings
+from bench.cassette.records import Exchange, RunMeta, Settings
 from bench.parse import parse_exchange
 from catalog.model import Check, Limits, Reference, TestSpec, Workspace
 from scorer.context import Call, EvalContext, Turn
@@ -112,20 +113,18 @@ def record(
     attempt: int = 1,
     id: str = "x0",
     **kw: Any,
-) -> dict[str, Any]:
+) -> Exchange:
     tags = {"run": run, "test": test, "model": model, "epoch": str(epoch), "turn": str(turn), "attempt": str(attempt)}
     return exchange_record(sse_chunks(content, calls), id=id, tags=tags, **kw)
 
 
 def write_cassette(
-    path: Path, records: Sequence[dict[str, Any]], *, tests: Mapping[str, str] | None = None, close: bool = True
+    path: Path, records: Sequence[Exchange], *, tests: Mapping[str, str] | None = None, close: bool = True
 ) -> Path:
     run = RunMeta(id="r1", tests=dict(tests) if tests is not None else None)
     w = CassetteWriter(path, settings=Settings(mode="record"), run=run)
     for i, rec in enumerate(records):
-        rec = dict(rec)
-        rec["id"] = rec.get("id") if rec.get("id") != "x0" else f"x{i}"
-        w.put(rec)
+        w.put(msgspec.structs.replace(rec, id=rec.id if rec.id != "x0" else f"x{i}"))
     if close:
         w.close()
     return path

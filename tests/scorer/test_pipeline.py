@@ -222,7 +222,7 @@ def test_a_job_recorded_again_by_a_resumed_run_is_scored_once_from_the_latest_ca
 
 def test_itls_reach_the_scores_file_exactly_even_past_int32(tmp_path: Path) -> None:
     rec = record("t.capital", "Paris")
-    gaps = rec["response"]["chunk_us"]
+    gaps = rec.response.chunk_us
     gaps[2] = 3_000_000_000  # a 50-minute stall between two events does not fit in 32 bits
     write_cassette(tmp_path / "s.cassette", [rec], tests=HASHES)
     meta, [result] = rescore([tmp_path], catalog=CATALOG)

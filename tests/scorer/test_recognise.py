@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.cassette.records import Exchange, Response
 from catalog.model import Catalog
 from catalog.model import TestSpec as Spec
 from scorer.recognise import Recogniser
@@ -15,8 +16,8 @@ def spec(id: str, messages: tuple[dict[str, Any], ...], tools: tuple[dict[str, A
     return Spec(id=id, suite="s", category="c", subcategory="s", description="", messages=messages, tools=tools)
 
 
-def record(status: int = 200) -> dict[str, Any]:
-    return {"response": {"status": status}, "outcome": "complete"}
+def record(status: int = 200) -> Exchange:
+    return Exchange(response=Response(status=status))
 
 
 def test_epochs_turns_and_retries_without_tags() -> None:

@@ -138,16 +138,17 @@ def _entry(i: int, fp: str, **kw: Any) -> dict[str, Any]:
 def test_input_tokens_are_counted_from_the_request_when_there_is_no_usage() -> None:
     from bench.parse import parse_exchange
     from scorer.traffic_lines import traffic_entry
+    from tests.support.records import exchange
 
     body = b'{"model": "m", "messages": [{"role": "user", "content": "Hello, world again"}]}'
-    record = {
-        "id": "x1",
-        "request": {"method": "POST", "path": "/v1/chat/completions", "body": body, "headers": []},
-        "response": {"status": 200, "streamed": False, "chunks": [b'{"choices": []}'], "chunk_us": [10]},
-    }
+    record = exchange(
+        id="x1",
+        request={"method": "POST", "path": "/v1/chat/completions", "body": body, "headers": []},
+        response={"status": 200, "streamed": False, "chunks": [b'{"choices": []}'], "chunk_us": [10]},
+    )
     entry = traffic_entry(record, parse_exchange(record), "c.cassette", "m")
     assert (entry["input_tokens"], entry["input_tokens_source"]) == (4, "counted")  # Hello , world again
-    record["response"]["chunks"] = [b'{"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 0}}']
+    record.response.chunks = [b'{"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 0}}']
     entry = traffic_entry(record, parse_exchange(record), "c.cassette", "m")
     assert (entry["input_tokens"], entry["input_tokens_source"]) == (9, "usage")
 

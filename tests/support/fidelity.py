@@ -32,6 +32,7 @@ import httpx2
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
 from bench.cassette import find_cassettes, read_cassette
+from bench.cassette.records import Exchange
 from bench.parse import parse_exchange
 from bench.sse import SSEParser
 from tests.support.llm_server import MODEL_ALIAS, free_port
@@ -207,7 +208,7 @@ def choice_event_times(reads: list[tuple[float, bytes]]) -> list[float]:
     return times
 
 
-def _compare(level: Level, records: list[dict[str, Any]], client: list[tuple[float, list[float]]]) -> None:
+def _compare(level: Level, records: list[Exchange], client: list[tuple[float, list[float]]]) -> None:
     """`client` holds per request the send stamp and the stamps of its events with choices, in seconds."""
     for record, (sent, stamps) in zip(records, client, strict=False):
         timing = parse_exchange(record).timing

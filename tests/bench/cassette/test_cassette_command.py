@@ -13,6 +13,7 @@ import pytest
 from bench.cassette import CassetteWriter
 from bench.cassette.records import Settings
 from bench.cli import main
+from tests.support.records import exchange
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -87,8 +88,10 @@ def cassette(tmp_path: Path) -> Path:
     path = tmp_path / "c" / "a.cassette"
     with CassetteWriter(path, settings=Settings(mode="record")) as writer:
         for i in (1, 2):
-            writer.put(stream_record(i))
-        writer.put({**stream_record(3), "response": {**stream_record(3)["response"], "chunks": [b"\xff\x00"]}})
+            writer.put(exchange(stream_record(i)))
+        writer.put(
+            exchange({**stream_record(3), "response": {**stream_record(3)["response"], "chunks": [b"\xff\x00"]}})
+        )
     return path
 
 
@@ -171,7 +174,7 @@ def test_a_damaged_file_is_named_with_what_was_skipped_in_one_line(
     path = tmp_path / "d.cassette"
     with CassetteWriter(path) as w:
         for i in range(40):
-            w.put(stream_record(i))
+            w.put(exchange(stream_record(i)))
     data = bytearray(path.read_bytes())
     data[len(data) // 2 : len(data) // 2 + 8] = bytes(8)
     path.write_bytes(bytes(data))
@@ -266,8 +269,8 @@ def test_har_export_is_valid_har_1_2(cassette: Path, tmp_path: Path) -> None:
     miss["request"] = {**miss["request"], "query": "a=1&b="}
     path = tmp_path / "d" / "b.cassette"
     with CassetteWriter(path, settings=Settings(mode="replay")) as writer:
-        writer.put(stream_record(1))
-        writer.put(miss)
+        writer.put(exchange(stream_record(1)))
+        writer.put(exchange(miss))
     for source in (cassette, path):
         out = tmp_path / f"{source.stem}.har"
         assert main(["cassette", "export", str(source), "--format", "har", "-o", str(out)]) == 0

@@ -9,30 +9,32 @@ from __future__ import annotations
 import random
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bench.cassette import CassetteReader, CassetteWriter
-from bench.cassette.records import RunMeta
+from bench.cassette.records import Exchange, RunMeta
 from bench.errors import CassetteError
 from tests.bench.cassette.v1 import FIXTURE
+from tests.support.records import exchange as make_exchange
 
 WORDS = b"the quick brown fox jumps over a lazy dog while seven wise owls count stars".split()
 
 
-def exchange(i: int, rng: random.Random) -> dict[str, Any]:
+def exchange(i: int, rng: random.Random) -> Exchange:
     n = rng.randint(3, 40)
     chunks = [b'data: {"choices":[{"delta":{"content":" %s"}}]}\n\n' % rng.choice(WORDS) for _ in range(n)]
-    return {
-        "id": f"x{i}",
-        "started": 1_700_000_000_000_000 + i,
-        "request": {"method": "POST", "path": "/v1/chat/completions", "query": "", "headers": [], "body": b"{}"},
-        "response": {"status": 200, "headers": [], "chunks": chunks, "chunk_us": [rng.randint(0, 20000)] * n},
-        "timing": {"end": 1000 + i},
-        "tags": {"test": f"t{i % 7}"},
-        "outcome": "complete",
-    }
+    return make_exchange(
+        {
+            "id": f"x{i}",
+            "started": 1_700_000_000_000_000 + i,
+            "request": {"method": "POST", "path": "/v1/chat/completions", "query": "", "headers": [], "body": b"{}"},
+            "response": {"status": 200, "headers": [], "chunks": chunks, "chunk_us": [rng.randint(0, 20000)] * n},
+            "timing": {"end": 1000 + i},
+            "tags": {"test": f"t{i % 7}"},
+            "outcome": "complete",
+        }
+    )
 
 
 @pytest.fixture
@@ -42,20 +44,20 @@ def small_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("bench.cassette.compact.BLOCK_BYTES", 1500)
 
 
-def written(path: Path, n: int, *, close: bool) -> list[dict[str, Any]]:
+def written(path: Path, n: int, *, close: bool) -> list[Exchange]:
     rng = random.Random(n)
     records = [exchange(i, rng) for i in range(n)]
     w = CassetteWriter(path, run=RunMeta(id="r"))
     for r in records:
         w.put(r)
-        while w.stats.records < int(r["id"][1:]) + 2:  # one batch per record: many blocks, many frames
+        while w.stats.records < int(r.id[1:]) + 2:  # one batch per record: many blocks, many frames
             time.sleep(0.0005)
     if close:
         w.close()
     reader = CassetteReader(path)
     clean = list(reader)  # what the undamaged file reads as: every damaged read is compared with it
-    assert [r["id"] for r in clean] == [r["id"] for r in records]
-    assert [r["response"]["chunks"] for r in clean] == [r["response"]["chunks"] for r in records]
+    assert [r.id for r in clean] == [r.id for r in records]
+    assert [r.response.chunks for r in clean] == [r.response.chunks for r in records]
     assert (reader.problem is None) == close
     return clean
 
@@ -83,7 +85,7 @@ def damage(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     return bytes(b), what
 
 
-def check(path: Path, originals: dict[str, dict[str, Any]]) -> tuple[int, str]:
+def check(path: Path, originals: dict[str, Exchange]) -> tuple[int, str]:
     """Read a damaged file as every tool does; returns (records read, 'ok'|'error'|'damaged')."""
     try:
         reader = CassetteReader(path)
@@ -92,8 +94,8 @@ def check(path: Path, originals: dict[str, dict[str, Any]]) -> tuple[int, str]:
         return 0, "error"
     got = list(reader)
     for record in got:
-        assert record == originals.get(record.get("id")), f"record {record.get('id')} came back changed"
-    ids = [r["id"] for r in got]
+        assert record == originals.get(record.id), f"record {record.id} came back changed"
+    ids = [r.id for r in got]
     assert len(ids) == len(set(ids)), "a record came back twice"
     if reader.problem is None:
         assert len(got) == len(originals) and reader.end is not None
@@ -109,7 +111,7 @@ def test_damaged_v2_files_never_change_a_record_and_report_every_loss(
     tmp_path: Path, small_frames: None, close: bool
 ) -> None:
     path = tmp_path / "good.cassette"
-    originals = {r["id"]: r for r in written(path, 60, close=close)}
+    originals = {r.id: r for r in written(path, 60, close=close)}
     data = path.read_bytes()
     rng = random.Random(1234)
     outcomes: dict[str, int] = {}
@@ -131,13 +133,13 @@ def test_damaged_v2_files_never_change_a_record_and_report_every_loss(
 
 def test_records_after_damage_in_a_later_frame_are_recovered(tmp_path: Path, small_frames: None) -> None:
     path = tmp_path / "c.cassette"
-    originals = {r["id"]: r for r in written(path, 60, close=True)}
+    originals = {r.id: r for r in written(path, 60, close=True)}
     data = bytearray(path.read_bytes())
     middle = len(data) // 2
     data[middle : middle + 200] = bytes(200)  # a run of zeros breaks the zstd stream of one frame
     path.write_bytes(bytes(data))
     reader = CassetteReader(path)
-    got = [r["id"] for r in reader]
+    got = [r.id for r in reader]
     assert got[0] == "x0" and got[-1] == "x59"  # before and after the damage
     assert 0 < reader.lost < 30 and len(got) + reader.lost == len(originals)
     assert reader.problem is not None and f"{reader.lost} record(s) lost" in reader.problem

@@ -10,6 +10,7 @@ import pytest
 from bench.cassette import CassetteReader, CassetteWriter, read_cassette
 from bench.cassette.format import FORMAT_VERSION
 from tests.bench.cassette.v1 import FIXTURE, v1_header, write_v1
+from tests.support.records import exchange
 
 MIB = 1 << 20
 
@@ -37,8 +38,8 @@ def test_v1_live_file_ending_just_past_a_mib_keeps_its_last_exchange(tmp_path: P
     assert write_v1(path, header, records, end=None) == MIB + past
     reader = CassetteReader(path)
     got = list(reader)
-    assert [r["id"] for r in got] == ["x0", "x1", "x2"]
-    assert got[2]["response"]["chunks"] == records[2]["response"]["chunks"]
+    assert [r.id for r in got] == ["x0", "x1", "x2"]
+    assert got[2].response.chunks == records[2]["response"]["chunks"]
     assert reader.truncated and reader.end is None and reader.lost == 0
 
 
@@ -48,13 +49,11 @@ def test_v2_live_file_ending_just_past_a_mib_keeps_its_last_exchange(tmp_path: P
     w = CassetteWriter(path)
     per = (MIB + past - w.stats.raw_bytes) // 3
     for i in range(3):
-        record = padded(i, per - 12)
-        del record["kind"]
-        w.put(record)
+        w.put(exchange(padded(i, per - 12)))
     while w.stats.records < 4:  # written; the writer is then abandoned as kill -9 would leave it
         time.sleep(0.001)
     reader = CassetteReader(path)
-    assert [r["id"] for r in reader] == ["x0", "x1", "x2"]
+    assert [r.id for r in reader] == ["x0", "x1", "x2"]
     assert reader.truncated and reader.end is None and reader.lost == 0
     w.close()
 
@@ -64,7 +63,7 @@ def test_the_v1_fixture_reads_migrated(tmp_path: Path) -> None:
     records = list(reader)
     assert reader.version == 1 and reader.problem is None and reader.end is not None
     assert len(records) == reader.end.exchanges == 6
-    assert all(isinstance(t, int) for r in records for t in r["response"]["chunk_us"])
+    assert all(isinstance(t, int) for r in records for t in r.response.chunk_us)
 
 
 def test_writer_stores_times_as_a_column_and_reads_them_back(tmp_path: Path) -> None:
@@ -72,11 +71,11 @@ def test_writer_stores_times_as_a_column_and_reads_them_back(tmp_path: Path) -> 
     times = [528558, 382, 11516, 0, 2**32 - 1]
     odd = [5, -3]  # a value that does not fit the column stays a list
     with CassetteWriter(path) as w:
-        w.put({"id": "x0", "response": {"chunks": [b"a"] * 5, "chunk_us": times}})
-        w.put({"id": "x1", "response": {"chunks": [b"a"] * 2, "chunk_us": odd}})
+        w.put(exchange(id="x0", response={"chunks": [b"a"] * 5, "chunk_us": times}))
+        w.put(exchange(id="x1", response={"chunks": [b"a"] * 2, "chunk_us": odd}))
     header, records = read_cassette(path)
     assert header.version == FORMAT_VERSION == 2
-    assert [r["response"]["chunk_us"] for r in records] == [times, odd]
+    assert [r.response.chunk_us for r in records] == [times, odd]
 
 
 def test_a_damaged_v1_file_gives_the_exchanges_before_the_damage(tmp_path: Path) -> None:
@@ -101,7 +100,7 @@ def test_a_header_of_other_types_is_damage_and_the_exchanges_are_still_read(tmp_
     records = [{"kind": "exchange", "id": f"x{i}"} for i in range(3)]
     write_v1(path, header, records, {"kind": "end", "closed": "t", "exchanges": 3, "queue_full_waits": 0})
     reader = CassetteReader(path)
-    assert [r["id"] for r in reader] == ["x0", "x1", "x2"]
+    assert [r.id for r in reader] == ["x0", "x1", "x2"]
     assert reader.damaged and reader.header.settings.mode is None and reader.header.version == 1
     assert reader.problem is not None and "header malformed" in reader.problem and "settings.mode" in reader.problem
     assert reader.end is not None and reader.end.exchanges == 3
@@ -111,7 +110,7 @@ def test_an_end_record_of_other_types_is_a_malformed_record(tmp_path: Path) -> N
     path = tmp_path / "e.cassette"
     write_v1(path, v1_header(id="r1"), [{"kind": "exchange", "id": "x0"}], {"kind": "end", "exchanges": "three"})
     reader = CassetteReader(path)
-    assert [r["id"] for r in reader] == ["x0"]
+    assert [r.id for r in reader] == ["x0"]
     assert reader.end is None and reader.damaged
     assert reader.problem is not None and "1 malformed record(s) skipped" in reader.problem
 
@@ -129,9 +128,7 @@ def test_reading_a_highly_repetitive_cassette_holds_little_memory(tmp_path: Path
     else:
         with CassetteWriter(path) as w:
             for i in range(40):
-                record = padded(i, MIB)
-                del record["kind"]
-                w.put(record)
+                w.put(exchange(padded(i, MIB)))
     assert path.stat().st_size < MIB
     tracemalloc.start()
     try:

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.cassette.records import Exchange
 from bench.cassette.redact import (
     MIN_SCRUB_LEN,
     REDACTED,
@@ -23,6 +24,7 @@ from bench.cassette.redact import (
     secret_forms,
 )
 from bench.decoding import decode_reads, encode_reads
+from tests.support.records import as_map, exchange
 
 KEY = "sk-live-0123456789abcdef"
 
@@ -35,35 +37,40 @@ def record(
     chunks: list[bytes] | None = None,
     resp_headers: list[list[str]] | None = None,
     **extra: Any,
-) -> dict[str, Any]:
+) -> Exchange:
     chunks = [b"data: {}\n\n"] if chunks is None else chunks
-    return {
-        "id": "x1",
-        "request": {
-            "method": "POST",
-            "path": "/v1/chat/completions",
-            "query": query,
-            "headers": headers if headers is not None else [["Content-Type", "application/json"]],
-            "body": body,
-        },
-        "response": {
-            "status": 200,
-            "headers": resp_headers or [],
-            "chunks": chunks,
-            "chunk_us": [1] * len(chunks),
-        },
-        "error": None,
-        **extra,
-    }
+    return exchange(
+        {
+            "id": "x1",
+            "request": {
+                "method": "POST",
+                "path": "/v1/chat/completions",
+                "query": query,
+                "headers": headers if headers is not None else [["Content-Type", "application/json"]],
+                "body": body,
+            },
+            "response": {
+                "status": 200,
+                "headers": resp_headers or [],
+                "chunks": chunks,
+                "chunk_us": [1] * len(chunks),
+            },
+            "error": None,
+            **extra,
+        }
+    )
 
 
-def everything(rec: dict[str, Any]) -> bytes:
+def everything(rec: Exchange) -> bytes:
     """The record as bytes, with the reads joined as a reader of the body sees them (so a split secret shows)."""
-    chunks = rec["response"]["chunks"]
-    return orjson.dumps({**rec, "response": {**rec["response"], "chunks": []}}, default=bytes.hex) + b"".join(chunks)
+    fields = as_map(rec)
+    chunks = rec.response.chunks
+    return orjson.dumps({**fields, "response": {**fields["response"], "chunks": []}}, default=bytes.hex) + b"".join(
+        chunks
+    )
 
 
-def assert_clean(rec: dict[str, Any], *secrets: str) -> None:
+def assert_clean(rec: Exchange, *secrets: str) -> None:
     blob = everything(rec)
     for secret in secrets:
         for form in secret_forms(secret):
@@ -81,9 +88,9 @@ def test_a_key_split_across_two_reads_is_scrubbed_and_every_read_keeps_its_place
     chunks = [b'data: {"echo":"' + KEY[:9].encode(), KEY[9:].encode() + b'"}\n\n', b"data: [DONE]\n\n"]
     rec = record(headers=[["Authorization", f"Bearer {KEY}"]], chunks=chunks)
     Redactor().redact_exchange(rec)
-    got = rec["response"]["chunks"]
+    got = rec.response.chunks
     assert got == [b'data: {"echo":"[REDACTED]', b'"}\n\n', b"data: [DONE]\n\n"]
-    assert "scrubbed:response.chunks" in rec["redacted"]
+    assert "scrubbed:response.chunks" in rec.redacted
 
 
 def test_the_proxys_own_upstream_key_is_scrubbed_across_reads() -> None:
@@ -91,7 +98,7 @@ def test_the_proxys_own_upstream_key_is_scrubbed_across_reads() -> None:
     chunks = [b"data: " + upstream_key[:5].encode(), upstream_key[5:12].encode(), upstream_key[12:].encode() + b"\n\n"]
     rec = record(chunks=chunks)
     Redactor(extra_values=(upstream_key,)).redact_exchange(rec)
-    assert rec["response"]["chunks"] == [b"data: [REDACTED]", b"", b"\n\n"]
+    assert rec.response.chunks == [b"data: [REDACTED]", b"", b"\n\n"]
 
 
 @given(
@@ -125,14 +132,14 @@ def test_basic_auth_credentials_are_scrubbed_decoded_and_encoded() -> None:
     rec = record(headers=[["Authorization", f"Basic {token}"]], chunks=echo(password, f"alice:{password}", inner))
     Redactor().redact_exchange(rec)
     assert_clean(rec, password, f"alice:{password}")
-    assert rec["request"]["headers"] == [["Authorization", REDACTED]]
+    assert rec.request.headers == [["Authorization", REDACTED]]
 
 
 def test_token_scheme_and_lower_case_bearer_are_scrubbed_when_echoed() -> None:
     for header in (f"Token {KEY}", f"bearer {KEY}", f"BEARER {KEY}"):
         rec = record(headers=[["Authorization", header]], chunks=echo(f"you sent {KEY}"))
         Redactor().redact_exchange(rec)
-        assert KEY.encode() not in b"".join(rec["response"]["chunks"]), header
+        assert KEY.encode() not in b"".join(rec.response.chunks), header
 
 
 def test_a_response_set_cookie_is_redacted_and_its_value_scrubbed_where_echoed() -> None:
@@ -142,9 +149,9 @@ def test_a_response_set_cookie_is_redacted_and_its_value_scrubbed_where_echoed()
         chunks=echo(cookie),
     )
     Redactor().redact_exchange(rec)
-    assert rec["response"]["headers"][0] == ["Set-Cookie", REDACTED]
-    assert rec["response"]["headers"][1] == ["Content-Type", "text/event-stream"]
-    assert "response.headers.set-cookie" in rec["redacted"]
+    assert rec.response.headers[0] == ["Set-Cookie", REDACTED]
+    assert rec.response.headers[1] == ["Content-Type", "text/event-stream"]
+    assert "response.headers.set-cookie" in rec.redacted
     assert_clean(rec, cookie)
 
 
@@ -158,18 +165,18 @@ def test_a_secret_echoed_in_another_header_and_in_the_error_is_scrubbed() -> Non
     )
     Redactor().redact_exchange(rec)
     assert_clean(rec, KEY)
-    assert rec["response"]["headers"] == [["X-Echo", f"got {REDACTED}"]]
-    assert rec["error"] == f"upstream failed: bad key {REDACTED}"
+    assert rec.response.headers == [["X-Echo", f"got {REDACTED}"]]
+    assert rec.error == f"upstream failed: bad key {REDACTED}"
 
 
 def test_configured_secret_headers_are_matched_case_insensitively() -> None:
     rec = record(headers=[["X-Custom-Auth", KEY]], chunks=echo(KEY))
     Redactor.with_extra(headers=["x-CUSTOM-auth"]).redact_exchange(rec)
-    assert rec["request"]["headers"] == [["X-Custom-Auth", REDACTED]]
+    assert rec.request.headers == [["X-Custom-Auth", REDACTED]]
     assert_clean(rec, KEY)
     plain = record(headers=[["X-Custom-Auth", KEY]])
     Redactor().redact_exchange(plain)
-    assert plain["request"]["headers"] == [["X-Custom-Auth", KEY]]  # not secret unless configured
+    assert plain.request.headers == [["X-Custom-Auth", KEY]]  # not secret unless configured
 
 
 # -- query -------------------------------------------------------------------------------------------------------
@@ -180,15 +187,15 @@ def test_a_query_key_is_scrubbed_percent_decoded_and_as_sent() -> None:
     sent = quote(secret, safe="")
     rec = record(query=f"model=m&key={sent}", chunks=echo(secret, sent, json.dumps(secret)[1:-1].replace("/", "\\/")))
     Redactor().redact_exchange(rec)
-    assert rec["request"]["query"] == f"model=m&key={REDACTED}"
+    assert rec.request.query == f"model=m&key={REDACTED}"
     assert_clean(rec, secret)
-    assert "request.query.key" in rec["redacted"]
+    assert "request.query.key" in rec.redacted
 
 
 def test_secret_query_names_are_matched_case_insensitively_and_other_bytes_kept() -> None:
     rec = record(query=f"API_KEY={KEY}&Access_Token={KEY}x&q=a%20b&flag")
     Redactor().redact_exchange(rec)
-    assert rec["request"]["query"] == f"API_KEY={REDACTED}&Access_Token={REDACTED}&q=a%20b&flag"
+    assert rec.request.query == f"API_KEY={REDACTED}&Access_Token={REDACTED}&q=a%20b&flag"
 
 
 # -- JSON body fields ----------------------------------------------------------------------------------------------
@@ -206,7 +213,7 @@ def test_default_body_fields_are_redacted_at_any_depth_and_inside_arrays() -> No
     }
     rec = record(body=json.dumps(body).encode(), chunks=echo("k-api-0123456789 and pw-0123456789"))
     Redactor().redact_exchange(rec)
-    got = json.loads(rec["request"]["body"])
+    got = json.loads(rec.request.body)
     assert got["api_key"] == REDACTED
     assert got["metadata"]["apiKey"] == REDACTED
     assert got["metadata"]["deeper"][0]["password"] == REDACTED
@@ -215,14 +222,14 @@ def test_default_body_fields_are_redacted_at_any_depth_and_inside_arrays() -> No
     assert got["token"] == 12345
     assert got["short"]["password"] == REDACTED
     assert_clean(rec, "k-api-0123456789", "k-camel-0123456789", "pw-0123456789", "s-0123456789", "tok-0123456789")
-    assert "request.body.metadata.deeper.password" in rec["redacted"]
+    assert "request.body.metadata.deeper.password" in rec.redacted
 
 
 def test_a_configured_field_is_redacted_whatever_it_holds_and_its_value_scrubbed_where_echoed() -> None:
     body = {"model": "m", "extra": {"client_secret": "cs-0123456789"}, "pin": {"a": 1}}
     rec = record(body=json.dumps(body).encode(), chunks=echo("cs-0123456789"))
     Redactor.with_extra(json_fields=["client_secret", "PIN"]).redact_exchange(rec)
-    got = json.loads(rec["request"]["body"])
+    got = json.loads(rec.request.body)
     assert got["extra"]["client_secret"] == REDACTED and got["pin"] == REDACTED
     assert_clean(rec, "cs-0123456789")
 
@@ -231,14 +238,14 @@ def test_a_body_without_secret_fields_keeps_its_exact_bytes() -> None:
     body = b'{ "model" : "m",  "messages": [] }'
     rec = record(body=body)
     Redactor().redact_exchange(rec)
-    assert rec["request"]["body"] is body
+    assert rec.request.body is body
 
 
 def test_a_body_nested_absurdly_deep_is_left_alone_without_a_recursion_error() -> None:
     body = b'{"a":' * 5000 + b"1" + b"}" * 5000
     rec = record(body=body)
     Redactor().redact_exchange(rec)
-    assert rec["request"]["body"] == body
+    assert rec.request.body == body
 
 
 # -- forms -------------------------------------------------------------------------------------------------------
@@ -251,7 +258,7 @@ def test_json_escaped_forms_are_scrubbed() -> None:
     upper_hex = "".join(f"\\u{ord(c):04X}" for c in secret)
     rec = record(headers=[["api-key", secret]], chunks=echo(escaped_slash, every_char, upper_hex))
     Redactor().redact_exchange(rec)
-    body = b"".join(rec["response"]["chunks"])
+    body = b"".join(rec.response.chunks)
     assert body.count(REDACTED.encode()) == 3
 
 
@@ -259,16 +266,16 @@ def test_short_values_are_not_scrubbed_from_bodies() -> None:
     short = "a" * (MIN_SCRUB_LEN - 1)
     rec = record(headers=[["x-api-key", short]], chunks=echo(short))
     Redactor().redact_exchange(rec)
-    assert rec["request"]["headers"] == [["x-api-key", REDACTED]]
-    assert short.encode() in b"".join(rec["response"]["chunks"])
+    assert rec.request.headers == [["x-api-key", REDACTED]]
+    assert short.encode() in b"".join(rec.response.chunks)
 
 
 def test_a_record_without_secrets_is_unchanged() -> None:
     rec = record(query="a=1&b=x%2Fy", chunks=echo("hello world, nothing secret here"))
-    before = orjson.dumps(rec, default=bytes.hex)
+    before = orjson.dumps(as_map(rec), default=bytes.hex)
     Redactor().redact_exchange(rec)
-    assert orjson.dumps(rec, default=bytes.hex) == before
-    assert "redacted" not in rec
+    assert orjson.dumps(as_map(rec), default=bytes.hex) == before
+    assert rec.redacted == []
 
 
 # -- compressed bodies ---------------------------------------------------------------------------------------------
@@ -283,14 +290,14 @@ def test_a_secret_inside_a_gzip_stream_is_scrubbed_and_the_reads_still_decode() 
         chunks=chunks,
     )
     Redactor().redact_exchange(rec)
-    got = rec["response"]["chunks"]
+    got = rec.response.chunks
     assert len(got) == len(chunks)
     decoded = decode_reads(got, ["gzip"])
     assert decoded.error is None
     assert decoded.pieces == [plain[0], echo(f"leaked {REDACTED}")[0], plain[2], plain[3]]
     assert gzip.decompress(b"".join(got)) == b"".join(decoded.pieces)
-    assert rec["response"]["headers"][1] == ["Content-Length", str(sum(map(len, got)))]
-    assert any("gzip-encoded again" in r for r in rec["redacted"])
+    assert rec.response.headers[1] == ["Content-Length", str(sum(map(len, got)))]
+    assert any("gzip-encoded again" in r for r in rec.redacted)
 
 
 def test_a_compressed_body_without_a_secret_keeps_its_wire_bytes() -> None:
@@ -299,7 +306,7 @@ def test_a_compressed_body_without_a_secret_keeps_its_wire_bytes() -> None:
         headers=[["Authorization", f"Bearer {KEY}"]], resp_headers=[["Content-Encoding", "br"]], chunks=list(chunks)
     )
     Redactor().redact_exchange(rec)
-    assert rec["response"]["chunks"] == chunks
+    assert rec.response.chunks == chunks
 
 
 # -- the proxy's own errors ----------------------------------------------------------------------------------------
@@ -323,13 +330,13 @@ def test_a_compressed_body_past_the_decoding_limit_is_not_kept_unsearched(monkey
         headers=[["Authorization", f"Bearer {KEY}"]], resp_headers=[["Content-Encoding", "gzip"]], chunks=chunks
     )
     Redactor().redact_exchange(rec)
-    decoded = decode_reads(rec["response"]["chunks"], ["gzip"])
+    decoded = decode_reads(rec.response.chunks, ["gzip"])
     assert decoded.pieces == [b"x" * 900, b"", b""]
-    assert any("dropped unsearched" in r for r in rec["redacted"])
+    assert any("dropped unsearched" in r for r in rec.redacted)
 
 
 def test_a_query_value_is_scrubbed_decoded_either_way_a_plus_can_be_read() -> None:
     # `+` is a space to a form decoder and a plus to a plain percent-decoder: an upstream may echo either.
     rec = record(query="token=Ab%2FCd+Ef12345", chunks=echo("Ab/Cd+Ef12345", "Ab/Cd Ef12345"))
     Redactor().redact_exchange(rec)
-    assert b"".join(rec["response"]["chunks"]).count(REDACTED.encode()) == 2
+    assert b"".join(rec.response.chunks).count(REDACTED.encode()) == 2

@@ -18,26 +18,29 @@ from hypothesis import strategies as st
 
 from bench.cassette import CassetteReader, CassetteWriter, Redactor, read_cassette
 from bench.cassette.format import FORMAT_VERSION
-from bench.cassette.records import RunMeta, Settings
+from bench.cassette.records import Exchange, RunMeta, Settings
 from bench.cassette.writer import WriterClosed
 from bench.errors import CassetteError
+from tests.support.records import exchange as make_exchange
 
 SECRET = "sk-live-0123456789abcdef"
 
 
-def exchange(i: int, chunks: list[bytes], **extra: Any) -> dict[str, Any]:
-    return {
-        "id": f"x{i}",
-        "request": {
-            "method": "POST",
-            "path": "/v1/chat/completions",
-            "query": "",
-            "headers": [["Authorization", f"Bearer {SECRET}"], ["Content-Type", "application/json"]],
-            "body": b'{"model":"m"}',
-        },
-        "response": {"status": 200, "headers": [], "chunks": chunks, "chunk_us": [1] * len(chunks)},
-        **extra,
-    }
+def exchange(i: int, chunks: list[bytes], **extra: Any) -> Exchange:
+    return make_exchange(
+        {
+            "id": f"x{i}",
+            "request": {
+                "method": "POST",
+                "path": "/v1/chat/completions",
+                "query": "",
+                "headers": [["Authorization", f"Bearer {SECRET}"], ["Content-Type", "application/json"]],
+                "body": b'{"model":"m"}',
+            },
+            "response": {"status": 200, "headers": [], "chunks": chunks, "chunk_us": [1] * len(chunks)},
+            **extra,
+        }
+    )
 
 
 def test_roundtrip_keeps_bytes_and_closes_cleanly(tmp_path: Path) -> None:
@@ -50,8 +53,8 @@ def test_roundtrip_keeps_bytes_and_closes_cleanly(tmp_path: Path) -> None:
     records = list(reader)
     assert reader.header.version == FORMAT_VERSION
     assert reader.header.run == RunMeta(id="r1")
-    assert [r["id"] for r in records] == ["x0", "x1", "x2"]
-    assert records[0]["response"]["chunks"] == chunks
+    assert [r.id for r in records] == ["x0", "x1", "x2"]
+    assert records[0].response.chunks == chunks
     assert not reader.truncated and reader.end is not None and reader.end.exchanges == 3
 
 
@@ -59,19 +62,19 @@ def test_secrets_never_reach_the_file(tmp_path: Path) -> None:
     path = tmp_path / "s.cassette"
     redactor = Redactor.with_extra(headers=["X-Custom-Token"], json_fields=["password"])
     rec = exchange(0, [f'data: {{"echo":"{SECRET}"}}\n\n'.encode()])
-    rec["request"]["headers"].append(["X-Custom-Token", "tok-ABCDEFGHIJ"])
-    rec["request"]["query"] = "api-key=querysecret123&x=1"
-    rec["request"]["body"] = b'{"model":"m","password":"hunter2hunter2"}'
-    rec["error"] = f"upstream said: bad key {SECRET}"
+    rec.request.headers.append(["X-Custom-Token", "tok-ABCDEFGHIJ"])
+    rec.request.query = "api-key=querysecret123&x=1"
+    rec.request.body = b'{"model":"m","password":"hunter2hunter2"}'
+    rec.error = f"upstream said: bad key {SECRET}"
     with CassetteWriter(path, redactor=redactor) as w:
         w.put(rec)
     raw = zstandard.ZstdDecompressor().decompressobj().decompress(path.read_bytes())
     for secret in (SECRET, "tok-ABCDEFGHIJ", "querysecret123", "hunter2hunter2"):
         assert secret.encode() not in raw
     _, [got] = read_cassette(path)
-    assert "request.headers.authorization" in got["redacted"]
-    assert "request.body.password" in got["redacted"]
-    assert got["response"]["chunks"] == [b'data: {"echo":"[REDACTED]"}\n\n']
+    assert "request.headers.authorization" in got.redacted
+    assert "request.body.password" in got.redacted
+    assert got.response.chunks == [b'data: {"echo":"[REDACTED]"}\n\n']
 
 
 def test_truncated_file_returns_finished_records(tmp_path: Path) -> None:
@@ -98,9 +101,10 @@ def test_kill_9_leaves_every_finished_exchange(tmp_path: Path) -> None:
         import sys, time
         from pathlib import Path
         from bench.cassette import CassetteWriter
+        from bench.cassette.records import Exchange, Response
         w = CassetteWriter(Path({str(path)!r}))
         for i in range(20):
-            w.put({{"id": f"x{{i}}", "response": {{"chunks": [b"data: y\\n\\n"] * 50}}}})
+            w.put(Exchange(id=f"x{{i}}", response=Response(chunks=[b"data: y\\n\\n"] * 50)))
         while w.stats.records < 21:
             time.sleep(0.001)
         print("ready", flush=True)
@@ -113,7 +117,7 @@ def test_kill_9_leaves_every_finished_exchange(tmp_path: Path) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     reader = CassetteReader(path)
-    assert [r["id"] for r in reader] == [f"x{i}" for i in range(20)]
+    assert [r.id for r in reader] == [f"x{i}" for i in range(20)]
     assert reader.truncated
 
 
@@ -164,7 +168,7 @@ async def test_put_durable_returns_once_the_record_is_in_the_file(tmp_path: Path
         await asyncio.gather(*(w.put_durable(exchange(10 * i + k, [b"chunk %d" % k])) for k in range(4)))
         # Read while the writer is still open, as a reader after kill -9 would.
         reader = CassetteReader(path)
-        assert [r["id"] for r in reader] == [f"x{10 * j + k}" for j in range(i + 1) for k in range(4)]
+        assert [r.id for r in reader] == [f"x{10 * j + k}" for j in range(i + 1) for k in range(4)]
         assert reader.truncated
     await w.aclose()
     with pytest.raises(WriterClosed):
@@ -181,7 +185,7 @@ async def test_records_queued_together_are_numbered_in_order_and_each_can_be_awa
     for ticket, future in enumerate(written, 1):
         w.when_written(ticket, future)
     await asyncio.wait_for(asyncio.gather(*written), 5)
-    assert [r["id"] for r in CassetteReader(path)] == [f"x{i}" for i in range(5)]
+    assert [r.id for r in CassetteReader(path)] == [f"x{i}" for i in range(5)]
     late: asyncio.Future[None] = loop.create_future()
     w.when_written(3, late)  # already in the file: settled at once
     assert late.done()
@@ -221,7 +225,7 @@ def test_truncation_at_any_byte_never_invents_or_corrupts(
     got = list(reader)
     assert len(got) <= len(bodies)
     for i, rec in enumerate(got):
-        assert rec["id"] == f"x{i}" and rec["response"]["chunks"] == bodies[i]
+        assert rec.id == f"x{i}" and rec.response.chunks == bodies[i]
     assert reader.truncated == (cut < len(full))
 
 

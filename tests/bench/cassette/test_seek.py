@@ -40,7 +40,7 @@ def test_an_exchange_is_read_from_its_own_frame(
     tmp_path: Path, small_frames: None, monkeypatch: pytest.MonkeyPatch, close: bool
 ) -> None:
     path = tmp_path / "run.cassette"
-    clean = {r["id"]: r for r in written(path, 60, close=close)}
+    clean = {r.id: r for r in written(path, 60, close=close)}
     seek = SeekIndex(path)
     assert seek.read(["x59"]) == {"x59": clean["x59"]}  # indexes up to the frame holding it
     assert len(seek.frames) > 5 and seek.seeks == 1 and seek.scans == 0
@@ -55,7 +55,7 @@ def test_an_exchange_is_read_from_its_own_frame(
 
 def test_every_exchange_reads_as_a_scan_reads_it(tmp_path: Path) -> None:
     shipped = Path(__file__).resolve().parents[3] / "cassettes" / "smollm2-135m-catalog.cassette"
-    ids = [r["id"] for r in CassetteReader(shipped)]
+    ids = [r.id for r in CassetteReader(shipped)]
     seek = SeekIndex(shipped)
     assert seek.read(ids) == scan(shipped, ids)
     assert seek.scans == 0
@@ -72,16 +72,16 @@ def test_a_growing_recording_then_its_closed_rewrite(tmp_path: Path, small_frame
     while w.stats.records < 21:
         time.sleep(0.001)
     got = seek.read(["x19", "x2"])
-    assert [got[k]["response"]["chunks"] for k in ("x19", "x2")] == [records[i]["response"]["chunks"] for i in (19, 2)]
+    assert [got[k].response.chunks for k in ("x19", "x2")] == [records[i].response.chunks for i in (19, 2)]
     for r in records[20:]:
         w.put(r)
     while w.stats.records < 41:
         time.sleep(0.001)
-    assert seek.read(["x39"])["x39"]["response"]["chunks"] == records[39]["response"]["chunks"]
+    assert seek.read(["x39"])["x39"].response.chunks == records[39].response.chunks
     before = path.stat().st_ino
     w.close()  # recompressed and renamed over: every offset changes
     assert path.stat().st_ino != before
-    clean = {r["id"]: r for r in CassetteReader(path)}
+    clean = {r.id: r for r in CassetteReader(path)}
     assert seek.read(["x39", "x0", "x25"]) == {k: clean[k] for k in ("x39", "x0", "x25")}
     assert seek.scans == 0
 
@@ -91,7 +91,7 @@ def test_damage_never_changes_a_record_nor_loses_a_readable_one(
     tmp_path: Path, small_frames: None, indexed: bool
 ) -> None:
     original = tmp_path / "orig.cassette"
-    clean = {r["id"]: r for r in written(original, 60, close=True)}
+    clean = {r.id: r for r in written(original, 60, close=True)}
     data = original.read_bytes()
     rng = random.Random(15)
     path = tmp_path / "run.cassette"
@@ -118,7 +118,7 @@ def _or_nothing(read: Callable[..., dict[str, Any]], *args: Any) -> dict[str, An
 
 
 def test_v1_files_are_scanned(tmp_path: Path) -> None:
-    ids = [r["id"] for r in CassetteReader(FIXTURE)]
+    ids = [r.id for r in CassetteReader(FIXTURE)]
     seek = SeekIndex(FIXTURE)
     assert seek.read(ids[-2:]) == scan(FIXTURE, ids[-2:])
     assert seek.scans == 1 and seek.seeks == 0
@@ -138,7 +138,7 @@ def test_indexing_ahead_while_another_thread_reads(
     tmp_path: Path, small_frames: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "run.cassette"
-    clean = {r["id"]: r for r in written(path, 60, close=True)}
+    clean = {r.id: r for r in written(path, 60, close=True)}
     seek = SeekIndex(path)
     warming = threading.Thread(target=seek.warm, kwargs={"frames_at_once": 1})
     warming.start()

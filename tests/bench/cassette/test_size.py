@@ -24,7 +24,7 @@ def test_a_recording_closed_by_the_writer_is_28x_smaller_than_its_traffic(tmp_pa
     path = tmp_path / "again.cassette"
     with CassetteWriter(path, settings=source.header.settings, run=source.header.run) as w:
         for record in records:
-            w.put(dict(record))
+            w.put(record)
     again = CassetteReader(path)
     assert list(again) == records and again.problem is None
     assert sum(traffic_bytes(r) for r in records) / path.stat().st_size >= 28

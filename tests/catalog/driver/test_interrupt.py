@@ -57,7 +57,7 @@ async def test_sigint_then_resume_completes_the_run(tmp_path: Path) -> None:
         part1 = list(reader)
         assert reader.end is not None and reader.end.interrupted is True
         total = len(tools) * len(MODELS) * EPOCHS
-        done1 = {(e["tags"]["test"], e["tags"]["model"], e["tags"]["epoch"]) for e in part1}
+        done1 = {(e.tags["test"], e.tags["model"], e.tags["epoch"]) for e in part1}
         assert 0 < len(done1) < total
 
         proc = await bench("record", "--resume", run_id, "--out", str(out), "--quiet")
@@ -70,9 +70,9 @@ async def test_sigint_then_resume_completes_the_run(tmp_path: Path) -> None:
     part2 = list(reader2)
     assert reader2.header.run.id == run_id and reader2.header.run.resumed_from == [first.name]
     assert reader2.end is not None and not reader2.end.interrupted
-    done2 = {(e["tags"]["test"], e["tags"]["model"], e["tags"]["epoch"]) for e in part2}
+    done2 = {(e.tags["test"], e.tags["model"], e.tags["epoch"]) for e in part2}
     assert not done1 & done2  # only what was missing was recorded again
-    assert all(e["tags"]["run"] == run_id for e in part2)
+    assert all(e.tags["run"] == run_id for e in part2)
     every = {(t, m, str(e)) for t in tools for m in MODELS for e in range(EPOCHS)}
     assert done1 | done2 == every
     assert b"sk-interrupt-test" not in first.read_bytes() + second.read_bytes()

@@ -42,16 +42,16 @@ async def test_builtin_catalog_with_faults_every_test_tagged_and_failed_attempts
     assert run.id == summary.run_id and run.catalog_hash == catalog.hash
     assert run.tests == {t.id: t.hash for t in catalog.tests.values()}
     assert run.config is not None and run.config["api_key_set"] is True and "api_key" not in run.config
-    tags = [e["tags"] for e in exchanges]
+    tags = [e.tags for e in exchanges]
     assert {t["test"] for t in tags} == set(catalog.tests)
     assert all(t["run"] == summary.run_id and t["model"] == model and t["epoch"] == "0" for t in tags)
     # Every request meets a 500, then a truncated stream, then succeeds: three recorded attempts per turn.
     attempts = Counter(t["attempt"] for t in tags)
     assert attempts["1"] == attempts["2"] == attempts["3"] > 0 and "4" not in attempts
-    first = [e for e in exchanges if e["tags"]["attempt"] == "1"]
-    assert all(e["response"]["status"] == 500 for e in first)
-    second = [e for e in exchanges if e["tags"]["attempt"] == "2"]
-    assert all(e["outcome"] == "truncated" or e["response"]["status"] == 200 for e in second)
+    first = [e for e in exchanges if e.tags["attempt"] == "1"]
+    assert all(e.response.status == 500 for e in first)
+    second = [e for e in exchanges if e.tags["attempt"] == "2"]
+    assert all(e.outcome == "truncated" or e.response.status == 200 for e in second)
     multi = {t["test"] for t in tags if t["turn"] != "0"}
     assert multi == {t.id for t in catalog.tests.values() if t.multi_turn}
     raw = zstandard.ZstdDecompressor().decompressobj().decompress(summary.cassette.read_bytes())
@@ -87,8 +87,8 @@ async def test_idle_timeout_abandons_a_stalled_stream(tmp_path: Path, mini: Cata
     assert summary.errors == 1 and "idle_timeout" in summary.failures[0]
     assert summary.cassette is not None
     exchanges = list(CassetteReader(summary.cassette))
-    assert [e["tags"]["attempt"] for e in exchanges] == ["1", "2"]  # the abandoned attempts are recorded too
-    assert all(e["outcome"] != "complete" for e in exchanges)
+    assert [e.tags["attempt"] for e in exchanges] == ["1", "2"]  # the abandoned attempts are recorded too
+    assert all(e.outcome != "complete" for e in exchanges)
 
 
 async def test_preflight_failures(tmp_path: Path, mini: Catalog) -> None:

@@ -11,6 +11,7 @@ import pytest
 from openai import AsyncOpenAI, RateLimitError
 
 from bench.cassette import CassetteReader, find_cassettes
+from bench.cassette.records import Exchange
 from bench.parse import parse_exchange
 from bench.responses_request import responses_from_chat
 from catalog.model import Catalog
@@ -24,7 +25,7 @@ def responses_args(catalog: Catalog, test_id: str, tools: list[Any]) -> dict[str
     return {"input": body["input"], **({"tools": body["tools"]} if tools else {})}
 
 
-def exchanges(folder: Path) -> list[dict[str, Any]]:
+def exchanges(folder: Path) -> list[Exchange]:
     return [r for path in find_cassettes([folder]) for r in CassetteReader(path)]
 
 
@@ -71,10 +72,10 @@ async def test_sdk_responses_streamed_and_not_with_tools_through_the_proxy(mini:
         emb = await client.embeddings.create(model="oracle", input=["a", "b"])
         assert len(emb.data) == 2 and len(emb.data[0].embedding) == 8
         assert emb.data[0].embedding != emb.data[1].embedding
-    records = sorted(exchanges(tmp_path), key=lambda r: r["started"])
+    records = sorted(exchanges(tmp_path), key=lambda r: r.started)
     parsed = [parse_exchange(r) for r in records]
     assert [p.endpoint for p in parsed] == ["responses", "responses", "responses", "completions", "embeddings"]
-    assert [r["outcome"] for r in records] == ["complete"] * 5
+    assert [r.outcome for r in records] == ["complete"] * 5
     first = parsed[0]
     assert [(c.name, c.parsed_arguments) for c in first.tool_calls] == [
         ("get_weather", {"city": "Oslo"}),
@@ -82,7 +83,7 @@ async def test_sdk_responses_streamed_and_not_with_tools_through_the_proxy(mini:
     ]
     assert first.finish_reason == "tool_calls" and first.findings == []
     assert first.timing.ttft_us is not None and first.timing.tokens_source == "usage"
-    assert records[0]["timing"]["first_token"] is not None
+    assert records[0].timing.first_token is not None
     assert parsed[1].content == mini.tests["t.text"].reference.answer and parsed[1].finish_reason == "stop"
     assert parsed[3].content.startswith("Hello from the bench simulator") and parsed[3].finish_reason == "stop"
     assert parsed[4].usage is not None and parsed[4].timing.e2el_us is not None

@@ -196,7 +196,7 @@ def test_new_episodes_replays_what_matches_and_records_the_rest(
     second = read_notes(notes)["sync"]
     cassette = pytester.path / "cassettes/test_user/test_sync_repeated.cassette"
     _, records = read_cassette(cassette)
-    assert [r["id"] for r in records] == ["x1", "x2", "x3", "x4", "x5", "x6"]
+    assert [r.id for r in records] == ["x1", "x2", "x3", "x4", "x5", "x6"]
     # Both questions replay now, offline.
     run(pytester, f"--bench-upstream={DEAD}", "-k", "sync_repeated").assert_outcomes(passed=1)
     assert read_notes(notes)["sync"] == second

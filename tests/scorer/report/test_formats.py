@@ -12,6 +12,7 @@ from bench.cassette import CassetteWriter
 from bench.cassette.records import RunMeta
 from bench.cli import main
 from tests.scorer.report.factory import meta, synthetic, write_scores
+from tests.support.records import exchange
 
 
 @pytest.fixture
@@ -76,20 +77,28 @@ def test_folder_of_cassettes_is_rescored_in_memory(tmp_path: Path, capsys: pytes
     body = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
     with CassetteWriter(folder / "a.cassette", run=RunMeta(id="r-9")) as w:
         w.put(
-            {
-                "id": "x1",
-                "request": {"method": "POST", "path": "/v1/chat/completions", "query": "", "headers": [], "body": body},
-                "response": {
-                    "status": 200,
-                    "headers": [["Content-Type", "application/json"]],
-                    "chunks": [b'{"model":"m","choices":[{"message":{"role":"assistant","content":"hello"}}]}'],
-                    "chunk_us": [900],
-                    "streamed": False,
-                },
-                "timing": {"end": 1000},
-                "outcome": "complete",
-                "tags": {"test": "nowhere.no_such_test", "model": "m", "run": "r-9", "epoch": "0"},
-            }
+            exchange(
+                {
+                    "id": "x1",
+                    "request": {
+                        "method": "POST",
+                        "path": "/v1/chat/completions",
+                        "query": "",
+                        "headers": [],
+                        "body": body,
+                    },
+                    "response": {
+                        "status": 200,
+                        "headers": [["Content-Type", "application/json"]],
+                        "chunks": [b'{"model":"m","choices":[{"message":{"role":"assistant","content":"hello"}}]}'],
+                        "chunk_us": [900],
+                        "streamed": False,
+                    },
+                    "timing": {"end": 1000},
+                    "outcome": "complete",
+                    "tags": {"test": "nowhere.no_such_test", "model": "m", "run": "r-9", "epoch": "0"},
+                }
+            )
         )
     assert main(["report", str(folder), "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)

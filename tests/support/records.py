@@ -1,0 +1,27 @@
+"""Exchange records for tests: built from a nested map as a test would write it, typed as the cassette's struct."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from bench.cassette.records import Exchange
+
+
+def exchange(fields: Mapping[str, Any] | None = None, /, **more: Any) -> Exchange:
+    """An exchange record from a map of its fields (docs/cassette-format.md), e.g.
+    `exchange(request={"body": b"{}"}, response={"status": 200, "chunks": [b"x"]})`; fields left out take their
+    defaults. A field of the wrong type fails here, as it would in a cassette."""
+    data = {k: v for k, v in {**(fields or {}), **more}.items() if k != "kind"}
+    return msgspec.convert(data, Exchange)
+
+
+def as_map(record: Exchange) -> dict[str, Any]:
+    """The record as nested maps, every field present (for tests that compare or edit records as data)."""
+    out: dict[str, Any] = msgspec.structs.asdict(record)
+    for key, value in out.items():
+        if isinstance(value, msgspec.Struct):
+            out[key] = msgspec.structs.asdict(value)
+    return out
