@@ -20,7 +20,7 @@ from bench.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
 from proxy.errors import JSON_TYPE, error_body
 from proxy.identity import identity_headers
 from proxy.recorder import Exchange
-from proxy.replay import Recorded
+from proxy.recordings import Recorded
 from proxy.state import ProxyState
 
 HOP_BY_HOP = frozenset(
