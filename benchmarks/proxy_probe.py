@@ -32,7 +32,8 @@ class Probe:
         self.woke = time.monotonic_ns()
         self.woke_cpu = time.thread_time_ns()
         self.parts: Counter[str] = Counter()  # ns per category in the current stretch
-        self.gc_in_callback = 0
+        self.gc_in_callback = 0  # wall time of the collections during the current callback
+        self.gc_cpu_in_callback = 0  # and their CPU time
         self.gc_start = 0
         self.gc_start_cpu = 0
         self.stretches: list[int] = []
@@ -76,9 +77,9 @@ class Probe:
             self.gc_pauses.append(pause)
             self.gc_by_generation[info["generation"]].append(cpu - self.gc_start_cpu)
             self.parts["gc"] += pause
-            self.gc_in_callback += cpu - self.gc_start_cpu
+            self.gc_in_callback += pause
+            self.gc_cpu_in_callback += cpu - self.gc_start_cpu
             self.gc_start = 0
-        self.gc_start_cpu = 0
 
     def dump(self) -> None:
         def pct(values: list[int], p: float) -> float:
@@ -157,12 +158,12 @@ def install(out: str) -> None:
     def timed_run(self: asyncio.Handle) -> None:
         t = time.monotonic_ns()
         c = time.thread_time_ns()
-        probe.gc_in_callback = 0
+        probe.gc_in_callback = probe.gc_cpu_in_callback = 0
         run(self)
         cpu = time.thread_time_ns() - c
         category = _category(self)
         probe.parts[category] += time.monotonic_ns() - t - probe.gc_in_callback
-        probe.callback_cpu.setdefault(category, []).append(cpu - probe.gc_in_callback)
+        probe.callback_cpu.setdefault(category, []).append(cpu - probe.gc_cpu_in_callback)
 
     asyncio.events.Handle._run = timed_run  # type: ignore[method-assign]
 
