@@ -16,6 +16,7 @@ import asyncio
 import atexit
 import gc
 import json
+import os
 import selectors
 import threading
 import time
@@ -153,6 +154,9 @@ def _category(handle: asyncio.Handle) -> str:
 
 def install(out: str) -> None:
     probe = Probe(out)
+    threshold = os.environ.get("PROXY_PROBE_GC_THRESHOLD")  # e.g. 10000,10,10: try other collector thresholds
+    if threshold:
+        gc.set_threshold(*(int(v) for v in threshold.split(",")))
     run = asyncio.events.Handle._run
 
     def timed_run(self: asyncio.Handle) -> None:
