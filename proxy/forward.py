@@ -1,7 +1,7 @@
 """Streaming an exchange to and from the upstream, and serving a recorded one.
 
 One client write per upstream read, bytes untouched (the upstream session has `auto_decompress=False`), so the
-client sees the upstream's own chunking and timing (FIELD-NOTES: merging reads makes ITLs read ~0). The loop uses
+client sees the upstream's own chunking and timing (docs/proxy.md: merging reads makes ITLs read ~0). The loop uses
 `readany()` directly: an async generator per response would cost more per chunk for nothing.
 """
 

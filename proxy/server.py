@@ -24,7 +24,7 @@ from proxy.recordings import ReplayIndex, parse_pace
 from proxy.sink import Sink, writer_failed
 from proxy.state import ProxyState, ProxyStats
 
-# FIELD-NOTES: TCPConnector's default limit of 100 queues streams inside the proxy beyond 100 concurrent ones.
+# TCPConnector's default limit of 100 would queue streams inside the proxy beyond 100 concurrent ones (docs/proxy.md).
 UPSTREAM_CONNECTIONS = 4096
 
 
