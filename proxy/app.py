@@ -31,7 +31,7 @@ from aiohttp.streams import StreamReader
 from bench.cassette.format import CLIENT_DISCONNECTED
 from bench.cassette.redact import describe_bad_request
 from bench.fingerprint import fingerprint
-from proxy.errors import (
+from proxy.error_responses import (
     bad_request,
     body_timeout,
     error_response,

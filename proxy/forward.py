@@ -17,7 +17,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from bench.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
-from proxy.errors import JSON_TYPE, error_body
+from proxy.error_responses import JSON_TYPE, error_body
 from proxy.identity import identity_headers
 from proxy.recorder import Exchange
 from proxy.recordings import Recorded

@@ -46,7 +46,7 @@ class Replay(Mode):
 
 async def _miss(state: ProxyState, ex: Exchange, index: ReplayIndex) -> web.Response:
     from bench.cassette.format import UPSTREAM_ERROR
-    from proxy.errors import error_response
+    from proxy.error_responses import error_response
     from proxy.recordings import describe_miss
 
     state.stats.misses += 1
