@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from proxy.app import ClientLimits
+    from proxy.modes import MODES
     from proxy.server import RunningProxy, start_proxy
-    from proxy.state import MODES, ProxyStats
+    from proxy.state import ProxyStats
 
 __all__ = ["MODES", "ClientLimits", "ProxyStats", "RunningProxy", "start_proxy"]
 
@@ -19,7 +20,7 @@ _HOMES = {
     "ClientLimits": "proxy.app",
     "RunningProxy": "proxy.server",
     "start_proxy": "proxy.server",
-    "MODES": "proxy.state",
+    "MODES": "proxy.modes",
     "ProxyStats": "proxy.state",
 }
 

@@ -28,10 +28,10 @@ from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 
-from bench.cassette.format import CLIENT_DISCONNECTED, UPSTREAM_ERROR
+from bench.cassette.format import CLIENT_DISCONNECTED
 from bench.cassette.redact import describe_bad_request
 from bench.fingerprint import fingerprint
-from proxy.errors import (
+from proxy.error_responses import (
     bad_request,
     body_timeout,
     error_response,
@@ -42,9 +42,8 @@ from proxy.errors import (
     too_large,
     unauthorized,
 )
-from proxy.forward import TAG_PREFIX, forward, serve_recorded
+from proxy.forward import TAG_PREFIX
 from proxy.recorder import Exchange
-from proxy.replay import describe_miss
 from proxy.state import ProxyState, ProxyStats
 
 log = logging.getLogger("bench.proxy")
@@ -295,11 +294,10 @@ async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseReque
     tags = {k[len(TAG_PREFIX) :].lower(): v for k, v in headers if k.lower().startswith(TAG_PREFIX)}
     # Replay needs the fingerprint now; recording computes it after the response; passthrough never.
     fp = fingerprint(request.method, path, query, body) if state.index is not None else ""
-    mode = "auto-record" if state.mode == "auto" else state.mode
     ex = Exchange(
         t0=t0,
         started_us=started_us,
-        mode=mode,
+        mode=state.mode.recorded_as,
         method=request.method,
         path=path,
         query=query,
@@ -309,37 +307,11 @@ async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseReque
         tags=tags,
         upstream_url=state.upstream_label,
     )
-    if state.index is not None:
-        key = state.index.key_for(request.method, path, query, body, fp)
-        hit = state.index.take(key, wrap=state.mode == "replay" and state.repeat)
-        if hit is None and state.mode == "replay":
-            state.stats.misses += 1
-            nearest = state.index.nearest(request.method, path, query, body)
-            message = describe_miss(request.method, path, fp, nearest, hint=state.miss_hint)
-            state.miss_messages.append(message)
-            extra = {}
-            if nearest is not None:
-                extra["nearest"] = {"cassette": nearest[0].cassette, "id": nearest[0].id, "differs": nearest[1]}
-            missed = error_response(404, message, type="invalid_request_error", code="replay_miss", **extra)
-            # Recorded in the replay cassette: a replayed run's scores then show what it asked that was never
-            # recorded, instead of a gap.
-            assert isinstance(missed.body, bytes)
-            headers = [[str(k), v] for k, v in missed.headers.items()]
-            ex.answered_by_proxy(missed.status, headers, missed.body, UPSTREAM_ERROR, message)
-            await state.persist(ex)  # in the cassette before the client has the answer, as every response
-            state.finish(ex)
-            return missed
-    else:
-        hit = None
     task = asyncio.current_task()
     assert task is not None
     state.begin(ex, task)
     try:
-        if hit is not None:
-            ex.mode = "replay"
-            state.stats.replayed += 1
-            return await serve_recorded(request, state, ex, hit)
-        return await forward(request, state, ex)
+        return await state.mode.respond(request, state, ex)
     except asyncio.CancelledError:
         why = "the proxy shut down before the exchange finished" if state.closing else "the client went away"
         ex.fail(CLIENT_DISCONNECTED, why)

@@ -1,7 +1,7 @@
 """Streaming an exchange to and from the upstream, and serving a recorded one.
 
 One client write per upstream read, bytes untouched (the upstream session has `auto_decompress=False`), so the
-client sees the upstream's own chunking and timing (FIELD-NOTES: merging reads makes ITLs read ~0). The loop uses
+client sees the upstream's own chunking and timing (docs/proxy.md: merging reads makes ITLs read ~0). The loop uses
 `readany()` directly: an async generator per response would cost more per chunk for nothing.
 """
 
@@ -18,10 +18,10 @@ from yarl import URL
 
 from bench.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
 from bench.cassette.records import ReplayOf
-from proxy.errors import JSON_TYPE, error_body
+from proxy.error_responses import JSON_TYPE, error_body
 from proxy.identity import identity_headers
 from proxy.recorder import Exchange
-from proxy.replay import Recorded
+from proxy.recordings import Recorded
 from proxy.state import ProxyState
 
 HOP_BY_HOP = frozenset(

@@ -13,8 +13,7 @@ from typing import Any
 
 from bench.errors import BenchError
 from bench.storage import fetch_all, is_url, location, upload
-
-MODE_CHOICES = ("record", "replay", "auto", "passthrough")
+from proxy.modes import MODES
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -43,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         metavar="DIR",
         help="local folder a cassette is written to before its upload, with --cassettes URL (default: ./cassettes)",
     )
-    p.add_argument("--mode", choices=MODE_CHOICES, default="record", help="default: record")
+    p.add_argument("--mode", choices=list(MODES), default="record", help="default: record")
     p.add_argument(
         "--pace", default="realtime", help="replay pace: realtime (default), instant, or xN (x2 = twice as fast)"
     )
@@ -137,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     remote: str | None = None
     if is_url(args.cassettes):
         remote, args.cassettes = args.cassettes, args.spool
-        if args.mode in ("replay", "auto"):
+        if MODES[args.mode].replays:
             # Replay needs the recordings at hand: fetched into the spool (written locally, like any cassette).
             fetch_all(remote, args.spool)
     lost = asyncio.run(_serve(args, upstream_key, client_token, remote))

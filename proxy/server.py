@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,14 @@ from bench.cassette.records import RunMeta, Settings
 from bench.errors import BenchError
 from bench.serving import listen
 from proxy import lag as loop_lag
+from proxy import modes
 from proxy.app import ClientLimits, build_server
 from proxy.matching import MatchOptions
-from proxy.replay import ReplayIndex, parse_pace
-from proxy.state import MODES, ProxyState, ProxyStats
+from proxy.recordings import ReplayIndex, parse_pace
+from proxy.sink import Sink, writer_failed
+from proxy.state import ProxyState, ProxyStats
 
-# FIELD-NOTES: TCPConnector's default limit of 100 queues streams inside the proxy beyond 100 concurrent ones.
+# TCPConnector's default limit of 100 would queue streams inside the proxy beyond 100 concurrent ones (docs/proxy.md).
 UPSTREAM_CONNECTIONS = 4096
 
 
@@ -65,7 +68,7 @@ class RunningProxy:
 
     @property
     def mode(self) -> str:
-        return self._state.mode
+        return self._state.mode.name
 
     @property
     def in_flight(self) -> int:
@@ -97,14 +100,15 @@ class RunningProxy:
             await asyncio.wait(late, timeout=5.0)
         if self._runner is not None:
             await self._runner.cleanup()
-        if state.pending_records:
-            await asyncio.gather(*state.pending_records, return_exceptions=True)
+        sink = state.sink
+        if sink is not None and sink.pending:
+            await asyncio.gather(*sink.pending, return_exceptions=True)
         if state.session is not None:
             await state.session.close()
-        if state.loop_lag is not None:
-            loop_lag.uninstall(asyncio.get_running_loop(), state.loop_lag)
-            state.loop_lag = None
-        if state.writer is not None:
+        if sink is not None and sink.loop_lag is not None:
+            loop_lag.uninstall(asyncio.get_running_loop(), sink.loop_lag)
+            sink.loop_lag = None
+        if sink is not None:
             s = state.stats
             await self._close_writer(
                 interrupted=interrupted or bool(late),
@@ -166,31 +170,28 @@ async def start_proxy(
     request asked more often than it was recorded as a miss; `serve=False` listens nowhere, for a caller that routes
     requests itself (`proxy.app.serve_with`, as the pytest plugin does to keep one address across tests); `limits`
     bound slow clients (default: nginx's)."""
-    if mode not in MODES:
-        raise BenchError(f"bad mode {mode!r}; use one of {', '.join(MODES)}")
+    chosen = modes.get(mode)
     pace_factor = parse_pace(pace)
-    if upstream is None and mode != "replay":
+    if upstream is None and chosen.forwards:
         raise BenchError(f"--mode {mode} forwards requests and needs --upstream URL (only replay works without one)")
     target, label = public_url(upstream) if upstream is not None else (None, None)
     cassettes = Path(cassettes)
 
     index: ReplayIndex | None = None
-    if mode in ("replay", "auto"):
+    if chosen.replays:
         index = ReplayIndex.load(cassettes, match or MatchOptions())
-        if mode == "replay" and not index:
-            raise BenchError(f"no recorded exchanges in {cassettes} to replay; record first (--mode record or auto)")
+    chosen.check(index, cassettes)
 
     base = redactor or Redactor()
     secrets = tuple(v for v in (upstream_key, client_token) if v)
     redactor = dataclasses.replace(base, extra_values=base.extra_values + secrets)
 
     state = ProxyState(
-        mode=mode,
+        mode=chosen,
         upstream=target,
         upstream_label=label,
         pace=pace_factor,
         session=None,
-        writer=None,
         index=index,
         upstream_key=upstream_key,
         client_token=client_token,
@@ -204,8 +205,7 @@ async def start_proxy(
     if serve:
         runner, site, url = await listen(build_server(state, limits), host, port)
 
-    if mode != "replay":
-        # No session at all in replay mode: it must never open a network connection.
+    if chosen.forwards:
         state.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=UPSTREAM_CONNECTIONS, limit_per_host=0),
             # The idle timeout is proxy.forward.IdleWatchdog, not sock_read (which costs a timer per read).
@@ -216,8 +216,8 @@ async def start_proxy(
             trust_env=False,
         )
     cassette_path: Path | None = None
-    if mode != "passthrough" and (replay_log or mode != "replay"):
-        cassette_path = cassette or new_cassette_path(cassettes, prefix="replay" if mode == "replay" else "rec")
+    if chosen.writes_cassette(replay_log):
+        cassette_path = cassette or new_cassette_path(cassettes, prefix=chosen.cassette_prefix)
         settings = Settings(
             upstream=label,
             mode=mode,
@@ -232,10 +232,12 @@ async def start_proxy(
             match=index.match.describe() if index is not None else None,
         )
         try:
-            state.use_writer(
-                CassetteWriter(
-                    cassette_path, settings=settings, run=run, redactor=redactor, on_failure=state.writer_failed
-                )
+            writer = CassetteWriter(
+                cassette_path,
+                settings=settings,
+                run=run,
+                redactor=redactor,
+                on_failure=partial(writer_failed, cassette_path),
             )
         except BenchError:
             if state.session is not None:
@@ -243,5 +245,6 @@ async def start_proxy(
             if runner is not None:
                 await runner.cleanup()
             raise
-        state.loop_lag = loop_lag.install(asyncio.get_running_loop())
+        state.sink = Sink(writer, state.stats)
+        state.sink.loop_lag = loop_lag.install(asyncio.get_running_loop())
     return RunningProxy(url=url, state=state, runner=runner, site=site, cassette_path=cassette_path)

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from bench.serving import listen
 from proxy.app import ClientLimits, handle, serve_with
-from proxy.errors import error_response
+from proxy.error_responses import error_response
 from proxy.state import ProxyStats
 
 if TYPE_CHECKING:

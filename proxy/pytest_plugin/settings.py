@@ -92,7 +92,7 @@ def parse_age(text: str) -> float | None:
 
 def check_pace(pace: str, where: str) -> str:
     from bench.errors import BenchError
-    from proxy.replay import parse_pace  # light: no aiohttp
+    from proxy.recordings import parse_pace  # light: no aiohttp
 
     try:
         parse_pace(pace)

@@ -9,7 +9,7 @@ import pytest
 from bench.cli import main
 from bench.fingerprint import fingerprint
 from bench.nesting import MAX_DEPTH, TooDeep, depth_exceeds, load_yaml
-from proxy.replay import streams
+from proxy.recordings import streams
 from scorer.evaluators.json_checks import extract_json
 
 DEEP_FLOW = "[" * 5000 + "]" * 5000

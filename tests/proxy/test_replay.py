@@ -18,7 +18,7 @@ from bench.errors import BenchError
 from proxy import start_proxy
 from proxy.persist import Persister
 from proxy.recorder import Exchange
-from proxy.replay import Recorded, ReplayIndex, describe_miss, match_key, parse_pace, replayable, streams
+from proxy.recordings import Recorded, ReplayIndex, describe_miss, match_key, parse_pace, replayable, streams
 from tests.proxy.conftest import CUT, MESSAGES, raw_chat, sdk, sdk_session
 from tests.support.records import exchange
 from tests.support.upstream import Upstream
@@ -234,7 +234,7 @@ async def test_a_stream_is_never_served_to_a_client_that_asked_for_json(upstream
 
 
 def test_a_stream_left_after_done_replays_and_one_left_before_does_not() -> None:
-    from proxy.replay import replayable
+    from proxy.recordings import replayable
 
     def record(chunks: list[bytes]) -> records.Exchange:
         return exchange(

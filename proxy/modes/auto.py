@@ -1,0 +1,33 @@
+"""`auto`: replay what the recordings hold (each recording once), forward and record the rest."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from proxy.modes import Mode, mode
+from proxy.modes.replay import Replay
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from proxy.recorder import Exchange
+    from proxy.state import ProxyState
+
+
+@mode("auto")
+class Auto(Mode):
+    recorded_as = "auto-record"  # a forwarded exchange; a replayed one is recorded as a replay
+    replays = True
+
+    async def respond(self, request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
+        from proxy.forward import forward, serve_recorded
+
+        index = state.index
+        assert index is not None
+        # A used-up fingerprint is a miss: the extra request is forwarded and recorded.
+        hit = index.take(index.key_for(ex.method, ex.path, ex.query, ex.body, ex.fp), wrap=False)
+        if hit is None:
+            return await forward(request, state, ex)
+        ex.mode = Replay.recorded_as
+        state.stats.replayed += 1
+        return await serve_recorded(request, state, ex, hit)

@@ -1,0 +1,24 @@
+"""`passthrough`: forward every request to the upstream, record nothing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from proxy.modes import Mode, mode
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from proxy.recorder import Exchange
+    from proxy.state import ProxyState
+
+
+@mode("passthrough")
+class Passthrough(Mode):
+    recorded_as = "passthrough"
+    records = False
+
+    async def respond(self, request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
+        from proxy.forward import forward
+
+        return await forward(request, state, ex)

@@ -1,0 +1,23 @@
+"""`record`: forward every request to the upstream and record each exchange."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from proxy.modes import Mode, mode
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from proxy.recorder import Exchange
+    from proxy.state import ProxyState
+
+
+@mode("record")
+class Record(Mode):
+    recorded_as = "record"
+
+    async def respond(self, request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
+        from proxy.forward import forward
+
+        return await forward(request, state, ex)

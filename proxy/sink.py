@@ -1,0 +1,64 @@
+"""Where finished exchanges go: the cassette writer, the task building records (proxy.persist) and the loop-lag
+monitor whose stalls each record carries. A proxy that records nothing (passthrough, replay without a log) has none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from time import monotonic_ns
+
+from bench.cassette import CassetteWriter
+from proxy.lag import LoopLag
+from proxy.persist import Counts, Persister
+from proxy.recorder import Exchange
+
+log = logging.getLogger("bench.proxy")
+
+
+class Sink:
+    """The persistence pipeline of one proxy: exchanges in, cassette records out, in the order they ended."""
+
+    def __init__(self, writer: CassetteWriter, stats: Counts) -> None:
+        self.writer = writer
+        self.records = Persister(writer, stats)
+        self.loop_lag: LoopLag | None = None  # set once the proxy's loop is timed (None where it cannot be)
+
+    @property
+    def pending(self) -> list[asyncio.Task[None]]:
+        """What closing must wait for before the cassette is closed: the task still building records."""
+        task = self.records.task
+        return [task] if task is not None else []
+
+    async def durable(self, ex: Exchange) -> None:
+        """Write an exchange's record before its response ends: once the client has the whole answer, kill -9 of the
+        proxy cannot lose it. Only the end of the response waits (every event has gone through)."""
+        if ex.persisted:
+            return
+        end = monotonic_ns()
+        ex.persisted = True
+        self._note_lag(ex)
+        await self.records.durable(ex, end)
+
+    def later(self, ex: Exchange) -> None:
+        """Queue a finished exchange unless `durable` wrote it; nobody waits for it."""
+        if ex.persisted:
+            return
+        end = monotonic_ns()
+        self._note_lag(ex)
+        self.records.later(ex, end)
+
+    def _note_lag(self, ex: Exchange) -> None:
+        if self.loop_lag is not None:
+            ex.loop_lag_ns = self.loop_lag.since(ex.t0)
+
+
+def writer_failed(path: object, why: str, unwritten: int) -> None:
+    """Called by the cassette writer's thread, at once, when its file fails (disk full, file removed)."""
+    log.error(
+        "bench proxy: cannot record to %s: %s; %d exchange(s) not recorded so far; "
+        "exchanges are still forwarded, not recorded",
+        path,
+        why,
+        unwritten,
+    )
