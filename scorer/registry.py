@@ -1,22 +1,40 @@
-"""The evaluator registry: `@evaluator("name", version=1, args={...})` over pure scoring functions.
+"""The evaluator registry: `@evaluator` over pure scoring functions whose signature declares their arguments.
 
-An evaluator is `(ctx: EvalContext, args: Mapping) -> Score`. The registry validates a check's argument names
-(unknown or missing → BenchError naming the test and the check) and fills declared defaults, so evaluators read
-their arguments without guarding. Bumping `version` marks a change in what an evaluator decides; it changes the
-scorer version and shows up as flips.
+An evaluator is `fn(ctx: EvalContext, *, arg: Type = default, ...) -> Score` with a docstring saying what it scores
+(scorer/signature.py). The registry derives from the signature everything that once was declared beside it: the JSON
+Schema the catalog and rules loaders check `args` against, the validation and coercion of a check's arguments when it
+is scored (unknown, missing or mistyped → a BenchError naming the test and the check), and the docs tables
+(scorer/evaluator_docs.py). Bumping `version` marks a change in what an evaluator decides; it changes the scorer
+version and shows up as flips.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal, TypeVar
+
+import jsonschema
+import msgspec
 
 from bench.errors import BenchError
 from catalog.model import Check, TestSpec
 from scorer.context import EvalContext
+from scorer.signature import REQUIRED, Param, args_struct, doc_summary, explain, json_schema, names_tool, params_of
 
-__all__ = ["EVALUATORS", "REQUIRED", "ArgError", "EvalContext", "Evaluator", "Score", "evaluator", "get_evaluator"]
+__all__ = [
+    "EVALUATORS",
+    "REQUIRED",
+    "ArgError",
+    "EvalContext",
+    "Evaluator",
+    "Score",
+    "arg_problem",
+    "evaluator",
+    "find_evaluator",
+    "get_evaluator",
+]
 
 ScoreStatus = Literal["scored", "skipped"]
 
@@ -40,14 +58,8 @@ class ArgError(ValueError):
     """A check's arguments have the right names but an unusable value (bad regex, wrong type)."""
 
 
-class _Required:
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-REQUIRED: Any = _Required()
-
-EvalFn = Callable[[EvalContext, Mapping[str, Any]], Score]
+EvalFn = Callable[..., Score]
+F = TypeVar("F", bound=EvalFn)
 
 
 @dataclass(frozen=True)
@@ -55,49 +67,116 @@ class Evaluator:
     name: str
     version: int
     fn: EvalFn
-    # Argument name → default (REQUIRED when it has none).
-    params: Mapping[str, Any]
+    # The keyword-only parameters of `fn`, in signature order.
+    params: tuple[Param, ...]
     # Groups of arguments of which exactly one must be given (file_contains: value or regex).
     one_of: tuple[tuple[str, ...], ...] = ()
+    # Checks that read the workspace's final state (a rules file has no workspace to give them).
+    needs_workspace: bool = False
+    # The module that defines it, without the package: the docs group evaluators by it.
+    group: str = ""
+    doc: str = ""
+    _args_type: type[msgspec.Struct] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_args_type", args_struct(self.name, self.params))
+
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the check's `args` object."""
+        return json_schema(self.name, self.params, self.doc)
+
+    @property
+    def tool_args(self) -> tuple[str, ...]:
+        """The arguments whose value names one of the test's tools."""
+        return tuple(p.name for p in self.params if names_tool(p.type))
 
     def bind(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """The arguments with defaults filled in; raises ArgError naming what is wrong."""
-        unknown = sorted(set(args) - set(self.params))
+        """The arguments validated, coerced to their declared types, defaults filled; raises ArgError on a problem."""
+        params = {p.name: p for p in self.params}
+        unknown = sorted(set(args) - set(params))
         if unknown:
-            allowed = ", ".join(sorted(self.params)) or "none"
+            allowed = ", ".join(sorted(params)) or "none"
             raise ArgError(f"unknown argument(s) {', '.join(unknown)} (allowed: {allowed})")
-        missing = sorted(k for k, v in self.params.items() if v is REQUIRED and k not in args)
+        missing = [p.name for p in self.params if p.default is REQUIRED and p.name not in args]
         if missing:
-            raise ArgError(f"missing argument(s) {', '.join(missing)}")
+            raise ArgError(f"missing argument(s) {', '.join(sorted(missing))}")
         for group in self.one_of:
             if sum(1 for k in group if args.get(k) is not None) != 1:
                 raise ArgError(f"give exactly one of {', '.join(group)}")
-        bound = {k: v for k, v in self.params.items() if v is not REQUIRED}
-        bound.update(args)
-        return bound
+        try:
+            bound = msgspec.convert(dict(args), self._args_type)
+        except msgspec.ValidationError as exc:
+            raise ArgError(explain(exc, params, args)) from None
+        return {p.name: getattr(bound, p.name) for p in self.params}
 
     def __call__(self, ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-        return self.fn(ctx, self.bind(args))
+        return self.fn(ctx, **self.bind(args))
 
 
 EVALUATORS: dict[str, Evaluator] = {}
 
 
 def evaluator(
-    name: str, version: int = 1, *, args: Mapping[str, Any] | None = None, one_of: tuple[tuple[str, ...], ...] = ()
-) -> Callable[[EvalFn], EvalFn]:
-    def register(fn: EvalFn) -> EvalFn:
-        if name in EVALUATORS:
-            raise RuntimeError(f"evaluator {name!r} registered twice")
-        EVALUATORS[name] = Evaluator(name, version, fn, dict(args or {}), one_of)
+    name: str | None = None,
+    version: int = 1,
+    *,
+    one_of: Iterable[tuple[str, ...]] = (),
+    needs_workspace: bool = False,
+) -> Callable[[F], F]:
+    """Register `fn` under `name` (default: the function's name); its signature and docstring declare it."""
+
+    def register(fn: F) -> F:
+        key = name or fn.__name__
+        if key in EVALUATORS:
+            raise RuntimeError(f"evaluator {key!r} registered twice")
+        params = params_of(fn)
+        groups = tuple(tuple(g) for g in one_of)
+        declared = {p.name for p in params}
+        for group in groups:
+            if not set(group) <= declared:
+                raise TypeError(f"evaluator {key}: one_of names {group} that are not all arguments")
+        EVALUATORS[key] = Evaluator(
+            name=key,
+            version=version,
+            fn=fn,
+            params=params,
+            one_of=groups,
+            needs_workspace=needs_workspace,
+            group=fn.__module__.rsplit(".", 1)[-1],
+            doc=doc_summary(fn),
+        )
         return fn
 
     return register
 
 
-def get_evaluator(test: TestSpec, index: int, check: Check) -> Evaluator:
+def find_evaluator(name: str) -> Evaluator | None:
     _load_builtin()
-    ev = EVALUATORS.get(check.evaluator)
+    return EVALUATORS.get(name)
+
+
+def arg_problem(ev: Evaluator, args: Mapping[str, Any]) -> tuple[list[str | int], str] | None:
+    """(path inside args, message) for arguments a check cannot be scored with, else None: the catalog's and the
+    rules file's load-time check (the JSON Schema's messages first, then what a schema cannot say, like one_of)."""
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(ev.schema).iter_errors(args))
+    if error is not None:
+        return list(error.absolute_path), error.message
+    try:
+        ev.bind(args)
+    except ArgError as exc:
+        return [], str(exc)
+    return None
+
+
+def evaluator_schemas() -> dict[str, dict[str, Any]]:
+    """Every evaluator's arguments schema, by name."""
+    _load_builtin()
+    return {name: ev.schema for name, ev in sorted(EVALUATORS.items())}
+
+
+def get_evaluator(test: TestSpec, index: int, check: Check) -> Evaluator:
+    ev = find_evaluator(check.evaluator)
     if ev is None:
         raise BenchError(
             f"test {test.id}: check {index + 1} uses unknown evaluator {check.evaluator!r}; "
@@ -110,8 +189,7 @@ def run_check(ctx: EvalContext, index: int, check: Check) -> Score:
     """Score one check; bad arguments become a BenchError naming the test and the check."""
     ev = get_evaluator(ctx.test, index, check)
     try:
-        bound = ev.bind(check.args)
-        score = ev.fn(ctx, bound)
+        score = ev(ctx, check.args)
     except ArgError as exc:
         raise BenchError(f"test {ctx.test.id}: check {index + 1} ({check.evaluator}): {exc}; fix the catalog") from None
     clamped = min(1.0, max(0.0, float(score.score)))
@@ -119,7 +197,7 @@ def run_check(ctx: EvalContext, index: int, check: Check) -> Score:
 
 
 def validate_checks(test: TestSpec) -> None:
-    """Raise BenchError for an unknown evaluator or argument names that do not fit, without scoring anything."""
+    """Raise BenchError for an unknown evaluator or arguments that do not fit, without scoring anything."""
     for i, check in enumerate(test.checks):
         ev = get_evaluator(test, i, check)
         try:

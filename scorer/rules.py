@@ -21,20 +21,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import orjson
 
-from bench.checks import EVALUATOR_ARGS
 from bench.endpoints import RESPONSES
 from bench.errors import BenchError
 from bench.responses_request import chat_from_responses
 from bench.yamlfile import load_checked_yaml
 from catalog.model import Check, TestSpec
+from scorer.registry import arg_problem, find_evaluator
 
 SUITE = "rules"
-WORKSPACE_EVALUATORS = frozenset(
-    {"file_exists", "file_contains", "file_not_contains", "file_unchanged", "command_succeeds"}
-)
 
 
 @dataclass(frozen=True)
@@ -97,16 +93,15 @@ def load_rules(path: Path) -> tuple[Rule, ...]:
         for c, entry in enumerate(raw["checks"]):
             name = entry["evaluator"]
             field = f"{where}.checks.{c}"
-            if name not in EVALUATOR_ARGS:
+            ev = find_evaluator(name)
+            if ev is None:
                 raise BenchError(f"{path}: field '{field}.evaluator': unknown evaluator {name!r}; see docs/catalog.md")
-            if name in WORKSPACE_EVALUATORS:
+            if ev.needs_workspace:
                 raise BenchError(f"{path}: field '{field}.evaluator': {name} needs a workspace, which traffic lacks")
             args = dict(entry.get("args") or {})
-            bad = jsonschema.exceptions.best_match(
-                jsonschema.Draft202012Validator(EVALUATOR_ARGS[name]).iter_errors(args)
-            )
-            if bad is not None:
-                raise BenchError(f"{path}: field '{field}.args': {name}: {bad.message}")
+            problem = arg_problem(ev, args)
+            if problem is not None:
+                raise BenchError(f"{path}: field '{field}.args': {name}: {problem[1]}")
             checks.append(Check(name, args, float(entry.get("weight", 1.0))))
         canonical = orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)
         rules.append(

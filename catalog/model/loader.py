@@ -17,11 +17,11 @@ import jsonschema
 import orjson
 import yaml
 
-from bench.checks import EVALUATOR_ARGS, TOOL_NAME_ARGS
 from bench.errors import BenchError
 from bench.nesting import TooDeep, load_yaml
 from catalog import FIXTURES_DIR, SCHEMA_FILE, SUITES_DIR, TOOLS_DIR
 from catalog.model.spec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
+from scorer.registry import arg_problem, find_evaluator
 
 # Multi-turn tasks need room to read, edit and run tests; a test can lower or raise these.
 WORKSPACE_LIMITS = Limits(max_turns=12, max_calls=20)
@@ -235,19 +235,18 @@ class _SuiteLoader:
         for index, entry in enumerate(raw):
             field = f"{where}.checks[{index}]"
             name = entry["evaluator"]
-            if name not in EVALUATOR_ARGS:
+            ev = find_evaluator(name)
+            if ev is None:
                 raise self.fail(f"{field}.evaluator", f"unknown evaluator {name!r}; see docs/catalog.md for the list")
             args = dict(entry.get("args", {}))
-            error = jsonschema.exceptions.best_match(
-                jsonschema.Draft202012Validator(EVALUATOR_ARGS[name]).iter_errors(args)
-            )
-            if error is not None:
-                raise self.fail(_field([f"{field}.args", *error.absolute_path]), f"{name}: {error.message}")
-            key = TOOL_NAME_ARGS.get(name)
-            named = [args[key]] if key and isinstance(args.get(key), str) else list(args.get(key, [])) if key else []
-            for tool_name in named:
-                if tool_name not in tool_names:
-                    raise self.fail(f"{field}.args.{key}", f"{tool_name!r} is not one of the test's tools")
+            problem = arg_problem(ev, args)
+            if problem is not None:
+                raise self.fail(_field([f"{field}.args", *problem[0]]), f"{name}: {problem[1]}")
+            for key in ev.tool_args:
+                named = args.get(key)
+                for tool_name in [named] if isinstance(named, str) else named or []:
+                    if tool_name not in tool_names:
+                        raise self.fail(f"{field}.args.{key}", f"{tool_name!r} is not one of the test's tools")
             checks.append(Check(evaluator=name, args=args, weight=float(entry.get("weight", 1.0))))
         return tuple(checks)
 

@@ -7,12 +7,10 @@ whole answer. Output is compared with trailing whitespace removed from each line
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from scorer import sandbox
-from scorer.evaluators._args import number, string
-from scorer.registry import REQUIRED, ArgError, EvalContext, Score, evaluator
+from scorer.registry import ArgError, EvalContext, Score, evaluator
+from scorer.signature import Positive
 
 _FENCE = re.compile(r"```([\w+#-]*)[ \t]*\n(.*?)```", re.DOTALL)
 PYTHON_TAGS = frozenset({"python", "py", "python3"})
@@ -43,34 +41,36 @@ def _compare(result: sandbox.RunResult, expected: str) -> Score:
     return Score(0.0, f"stdout {got[:80]!r} != {want[:80]!r}")
 
 
-def _timeout(args: Mapping[str, Any]) -> float:
-    t = number(args, "timeout_s")
+def _timeout(t: float) -> float:
     if not 0 < t <= 60:
         raise ArgError("timeout_s must be in (0, 60]")
     return t
 
 
-@evaluator("python_output", args={"expected_stdout": REQUIRED, "stdin": "", "harness": "", "timeout_s": 5})
-def python_output(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    expected, stdin, harness = string(args, "expected_stdout"), string(args, "stdin"), string(args, "harness")
-    timeout = _timeout(args)
+@evaluator("python_output")
+def python_output(
+    ctx: EvalContext, *, expected_stdout: str, stdin: str = "", harness: str = "", timeout_s: Positive = 5
+) -> Score:
+    """stdout equals `expected_stdout`; `harness` is appended after the program, `stdin` is its input, `timeout_s`
+    at most 60"""
+    timeout = _timeout(timeout_s)
     code = extract_code(ctx.text, PYTHON_TAGS)
     if harness:
         code = code.rstrip() + "\n\n" + harness + "\n"
     result = sandbox.run_python(code, stdin, timeout)
     if result is None:
         return Score.skipped("no Python interpreter the sandbox can run")
-    return _compare(result, expected)
+    return _compare(result, expected_stdout)
 
 
-@evaluator("c_output", args={"expected_stdout": REQUIRED, "stdin": "", "timeout_s": 5})
-def c_output(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    expected, stdin = string(args, "expected_stdout"), string(args, "stdin")
-    timeout = _timeout(args)
+@evaluator("c_output")
+def c_output(ctx: EvalContext, *, expected_stdout: str, stdin: str = "", timeout_s: Positive = 5) -> Score:
+    """compiled with `cc -O1 -std=c11 -lm`, stdout equals `expected_stdout`; a compile error scores 0"""
+    timeout = _timeout(timeout_s)
     outcome = sandbox.run_c(extract_code(ctx.text, C_TAGS), stdin, timeout)
     if outcome is None:
         return Score.skipped("no C compiler (cc, gcc or clang) on this machine")
     stage, result = outcome
     if stage == "compile":
         return Score(0.0, f"does not compile: {result.describe()}")
-    return _compare(result, expected)
+    return _compare(result, expected_stdout)

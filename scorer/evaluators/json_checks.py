@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
 
 from bench.nesting import TooDeep, check_depth
-from scorer.evaluators._args import string, strings
 from scorer.evaluators.values import values_equal
-from scorer.registry import REQUIRED, ArgError, EvalContext, Score, evaluator
+from scorer.registry import ArgError, EvalContext, Score, evaluator
+from scorer.signature import JsonObject, Strings
 
 _FENCED = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
@@ -88,16 +87,15 @@ def _answer(ctx: EvalContext) -> tuple[bool, Any, str]:
 
 
 @evaluator("valid_json")
-def valid_json(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
+def valid_json(ctx: EvalContext) -> Score:
+    """a JSON value was found"""
     ok, _, why = _answer(ctx)
     return Score.of(ok, "valid JSON" if ok else why)
 
 
-@evaluator("json_schema", args={"schema": REQUIRED})
-def json_schema(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    schema = args["schema"]
-    if not isinstance(schema, Mapping):
-        raise ArgError("schema must be a JSON Schema object")
+@evaluator("json_schema")
+def json_schema(ctx: EvalContext, *, schema: JsonObject) -> Score:
+    """the value validates (jsonschema, draft from `$schema`); detail names the failing path"""
     try:
         validator_cls = jsonschema.validators.validator_for(schema)
         validator_cls.check_schema(dict(schema))
@@ -118,24 +116,23 @@ def json_schema(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
     return Score(0.0, f"{where}: {error.message}")
 
 
-@evaluator("json_field_equals", args={"path": REQUIRED, "value": REQUIRED})
-def json_field_equals(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    path = string(args, "path")
+@evaluator("json_field_equals")
+def json_field_equals(ctx: EvalContext, *, path: str, value: Any) -> Score:
+    """typed compare (below) of the value at `path` (`a.b.0`)"""
     ok, doc, why = _answer(ctx)
     if not ok:
         return Score(0.0, why)
     got = lookup(doc, path)
     if got is _MISSING:
         return Score(0.0, f"{path}: missing")
-    equal = values_equal(got, args["value"])
-    return Score.of(equal, f"{path} = {got!r}" if equal else f"{path}: {got!r} != {args['value']!r}")
+    equal = values_equal(got, value)
+    return Score.of(equal, f"{path} = {got!r}" if equal else f"{path}: {got!r} != {value!r}")
 
 
-@evaluator("json_string_set", args={"path": REQUIRED, "values": REQUIRED})
-def json_string_set(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    """Jaccard overlap of the strings at `path` with `values` (case-folded, trimmed): misses and extras both cost."""
-    path = string(args, "path")
-    want = {v.strip().casefold() for v in strings(args, "values")}
+@evaluator("json_string_set")
+def json_string_set(ctx: EvalContext, *, path: str, values: Strings) -> Score:
+    """Jaccard overlap of the strings at `path` with `values` (trimmed, case-folded): misses and extras both cost"""
+    want = {v.strip().casefold() for v in values}
     ok, doc, why = _answer(ctx)
     if not ok:
         return Score(0.0, why)

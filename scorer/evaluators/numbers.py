@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from typing import Any
 
-from scorer.evaluators._args import flag, number
-from scorer.registry import REQUIRED, ArgError, EvalContext, Score, evaluator
+from scorer.registry import ArgError, EvalContext, Score, evaluator
 
 _NUMBER = re.compile(
     r"(?<![\w.])(?P<sign>[-+−]?)[$€£]?\s?"
@@ -64,15 +61,16 @@ def extract_number(text: str) -> float | None:
     return found[-1] if found else None
 
 
-@evaluator("numeric", args={"value": REQUIRED, "tolerance": 1e-6, "relative": False})
-def numeric(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    want = number(args, "value")
-    tol = number(args, "tolerance")
-    if tol < 0:
+@evaluator("numeric")
+def numeric(ctx: EvalContext, *, value: float, tolerance: float = 1e-6, relative: bool = False) -> Score:
+    """the answer's number within tolerance (absolute, or × \\|value\\| when relative). The number: last `\\boxed{}`,
+    else a `####` line, else the first number after the last "answer is/answer:/result:/total:/=", else the last
+    number. Signs (also `−`), thousands commas, decimals, exponents, `$ € £`, `%`, simple fractions `3/4`"""
+    if tolerance < 0:
         raise ArgError("tolerance must not be negative")
     got = extract_number(ctx.text)
     if got is None:
         return Score(0.0, "no number in the answer")
-    allowed = tol * abs(want) if flag(args, "relative") else tol
-    ok = abs(got - want) <= allowed
-    return Score.of(ok, f"{got:g} {'≈' if ok else '!='} {want:g}")
+    allowed = tolerance * abs(value) if relative else tolerance
+    ok = abs(got - value) <= allowed
+    return Score.of(ok, f"{got:g} {'≈' if ok else '!='} {value:g}")

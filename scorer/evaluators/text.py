@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
-from scorer.evaluators._args import flag, string, strings
-from scorer.registry import REQUIRED, ArgError, EvalContext, Score, evaluator
+from scorer.registry import ArgError, EvalContext, Score, evaluator
+from scorer.signature import Strings
 
 _FENCE = re.compile(r"^```[\w+-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _DECORATION = "\"'`“”‘’«»*"
@@ -51,58 +49,56 @@ def strip_token(text: str) -> str:
     return s
 
 
-@evaluator("equals", args={"value": REQUIRED, "case_sensitive": False})
-def equals(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    cs = flag(args, "case_sensitive")
-    want = string(args, "value")
-    ok = _fold(ctx.text.strip(), cs) == _fold(want.strip(), cs)
-    return Score.of(ok, "equal" if ok else f"{short(ctx.text)} != {short(want)}")
+@evaluator("equals")
+def equals(ctx: EvalContext, *, value: str, case_sensitive: bool = False) -> Score:
+    """trimmed text equals value"""
+    ok = _fold(ctx.text.strip(), case_sensitive) == _fold(value.strip(), case_sensitive)
+    return Score.of(ok, "equal" if ok else f"{short(ctx.text)} != {short(value)}")
 
 
-@evaluator("exact_token", args={"value": REQUIRED})
-def exact_token(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    want = string(args, "value")
+@evaluator("exact_token")
+def exact_token(ctx: EvalContext, *, value: str) -> Score:
+    """after removing a surrounding code fence, quotes, backticks, bold/italic `*`, and one trailing period, equals
+    value exactly"""
     got = strip_token(ctx.text)
-    ok = got == want.strip()
-    return Score.of(ok, "exact" if ok else f"{short(got)} != {short(want)}")
+    ok = got == value.strip()
+    return Score.of(ok, "exact" if ok else f"{short(got)} != {short(value)}")
 
 
-@evaluator("contains_all", args={"values": REQUIRED, "case_sensitive": False})
-def contains_all(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    cs = flag(args, "case_sensitive")
-    values = strings(args, "values")
-    if not values:
-        raise ArgError("values must not be empty")
-    text = _fold(ctx.text, cs)
-    missing = [v for v in values if _fold(v, cs) not in text]
+@evaluator("contains_all")
+def contains_all(ctx: EvalContext, *, values: Strings, case_sensitive: bool = False) -> Score:
+    """share of values present (partial credit)"""
+    text = _fold(ctx.text, case_sensitive)
+    missing = [v for v in values if _fold(v, case_sensitive) not in text]
     score = (len(values) - len(missing)) / len(values)
     return Score(score, "all present" if not missing else f"missing {', '.join(map(repr, missing))}")
 
 
-def _present(ctx: EvalContext, args: Mapping[str, Any]) -> list[str]:
+def _present(ctx: EvalContext, values: list[str], case_sensitive: bool) -> list[str]:
     """The `values` that occur in the answer, in argument order."""
-    cs = flag(args, "case_sensitive")
-    text = _fold(ctx.text, cs)
-    return [v for v in strings(args, "values") if _fold(v, cs) in text]
+    text = _fold(ctx.text, case_sensitive)
+    return [v for v in values if _fold(v, case_sensitive) in text]
 
 
-@evaluator("contains_any", args={"values": REQUIRED, "case_sensitive": False})
-def contains_any(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    found = _present(ctx, args)
+@evaluator("contains_any")
+def contains_any(ctx: EvalContext, *, values: Strings, case_sensitive: bool = False) -> Score:
+    """1 if any is present"""
+    found = _present(ctx, values, case_sensitive)
     return Score.of(bool(found), f"found {found[0]!r}" if found else "none of the values present")
 
 
-@evaluator("contains_none", args={"values": REQUIRED, "case_sensitive": False})
-def contains_none(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    found = _present(ctx, args)
+@evaluator("contains_none")
+def contains_none(ctx: EvalContext, *, values: Strings, case_sensitive: bool = False) -> Score:
+    """1 if none is present"""
+    found = _present(ctx, values, case_sensitive)
     return Score.of(not found, f"contains {', '.join(map(repr, found))}" if found else "none present")
 
 
-@evaluator("regex", args={"pattern": REQUIRED, "ignore_case": False})
-def regex(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    pattern = string(args, "pattern")
+@evaluator("regex")
+def regex(ctx: EvalContext, *, pattern: str, ignore_case: bool = False) -> Score:
+    """`re.search` matches"""
     try:
-        compiled = re.compile(pattern, re.IGNORECASE if flag(args, "ignore_case") else 0)
+        compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
         raise ArgError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
     m = compiled.search(ctx.text)
@@ -135,9 +131,11 @@ def is_negated(prefix: str) -> bool:
     return any(w in _NEGATIONS or w.endswith("n't") for w in words[-4:])
 
 
-@evaluator("mentions", args={"value": REQUIRED})
-def mentions(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    value = string(args, "value").strip()
+@evaluator("mentions")
+def mentions(ctx: EvalContext, *, value: str) -> Score:
+    """the value occurs as a whole word at least once without a negation (not, no, never, n't, without…) among the
+    four words before it in the same clause"""
+    value = value.strip()
     if not value:
         raise ArgError("value must not be empty")
     text = ctx.text

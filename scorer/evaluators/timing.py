@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from scorer.evaluators._args import number
-from scorer.registry import REQUIRED, EvalContext, Score, evaluator
+from scorer.registry import EvalContext, Score, evaluator
+from scorer.signature import Positive
 
 
-def _latency_under(ctx: EvalContext, args: Mapping[str, Any], field: str, label: str, missing: str) -> Score:
-    limit = number(args, "ms")
+def _latency_under(ctx: EvalContext, limit: float, field: str, label: str, missing: str) -> Score:
     value = ctx.timing.get(field)
     if value is None:
         return Score.skipped(missing)
@@ -18,20 +14,22 @@ def _latency_under(ctx: EvalContext, args: Mapping[str, Any], field: str, label:
     return Score.of(ms < limit, f"{label} {ms:.1f} ms {'<' if ms < limit else '>='} {limit:g} ms")
 
 
-@evaluator("ttft_under", args={"ms": REQUIRED})
-def ttft_under(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    return _latency_under(ctx, args, "ttft_us", "TTFT", "no time to first token (not streamed, or no token)")
+@evaluator("ttft_under")
+def ttft_under(ctx: EvalContext, *, ms: Positive) -> Score:
+    """time to first token below `ms` milliseconds"""
+    return _latency_under(ctx, ms, "ttft_us", "TTFT", "no time to first token (not streamed, or no token)")
 
 
-@evaluator("total_under", args={"ms": REQUIRED})
-def total_under(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    return _latency_under(ctx, args, "e2el_us", "total", "no end-to-end latency recorded")
+@evaluator("total_under")
+def total_under(ctx: EvalContext, *, ms: Positive) -> Score:
+    """end-to-end latency below `ms` milliseconds"""
+    return _latency_under(ctx, ms, "e2el_us", "total", "no end-to-end latency recorded")
 
 
-@evaluator("tokens_per_second_over", args={"value": REQUIRED})
-def tokens_per_second_over(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    """Decode speed, 1 / TPOT: first token excluded, as vLLM measures it."""
-    want = number(args, "value")
+@evaluator("tokens_per_second_over")
+def tokens_per_second_over(ctx: EvalContext, *, value: Positive) -> Score:
+    """decode speed (1 / TPOT, first token excluded, as vLLM measures it) above `value` tokens per second"""
+    want = value
     tpot = ctx.timing.get("tpot_us")
     if not tpot:
         return Score.skipped("no time per output token (fewer than two tokens, or not streamed)")

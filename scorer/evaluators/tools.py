@@ -7,20 +7,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from scorer.context import Call
-from scorer.evaluators._args import optional_int, string, strings
 from scorer.evaluators.values import match_value
-from scorer.registry import REQUIRED, ArgError, EvalContext, Score, evaluator
+from scorer.registry import ArgError, EvalContext, Score, evaluator
+from scorer.signature import Count, Matchers, Strings, ToolName, ToolNames
 
 
 def _names(calls: list[Call]) -> list[str]:
     return [c.name for c in calls]
 
 
-@evaluator("tool_called", args={"name": None})
-def tool_called(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    name = args.get("name")
-    if name is not None and not isinstance(name, str):
-        raise ArgError("name must be a string")
+@evaluator("tool_called")
+def tool_called(ctx: EvalContext, *, name: ToolName | None = None) -> Score:
+    """some call (of that name)"""
     calls = list(ctx.iter_calls(name))
     if calls:
         return Score(1.0, f"called {calls[0].name}")
@@ -29,14 +27,15 @@ def tool_called(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
 
 
 @evaluator("no_tool_call")
-def no_tool_call(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
+def no_tool_call(ctx: EvalContext) -> Score:
+    """no call at all"""
     made = _names(ctx.all_calls)
     return Score.of(not made, "no tool call" if not made else f"called {', '.join(made)}")
 
 
-@evaluator("first_tool", args={"name": REQUIRED})
-def first_tool(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    name = string(args, "name")
+@evaluator("first_tool")
+def first_tool(ctx: EvalContext, *, name: ToolName) -> Score:
+    """the first call has that name"""
     calls = ctx.all_calls
     if not calls:
         return Score(0.0, "no tool call")
@@ -54,13 +53,10 @@ def _args_score(call: Call, specs: Mapping[str, Any]) -> tuple[float, list[str]]
     return (len(specs) - len(problems)) / len(specs) if specs else 1.0, problems
 
 
-@evaluator("tool_args", args={"name": REQUIRED, "args": REQUIRED})
-def tool_args(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    """The best call of that name: the share of argument matchers it satisfies."""
-    name = string(args, "name")
-    specs = args["args"]
-    if not isinstance(specs, Mapping):
-        raise ArgError("args must map argument names to matchers")
+@evaluator("tool_args")
+def tool_args(ctx: EvalContext, *, name: ToolName, args: Matchers) -> Score:
+    """best call of that name: share of the matchers in `args` (`{arg: matcher}`) satisfied"""
+    specs = args
     best: tuple[float, list[str]] | None = None
     for call in ctx.iter_calls(name):
         result = _args_score(call, specs)
@@ -72,12 +68,9 @@ def tool_args(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
     return Score(score, "arguments match" if not problems else "; ".join(problems))
 
 
-@evaluator("tool_sequence", args={"names": REQUIRED})
-def tool_sequence(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    """The names must occur in this order (other calls may come between): credit for the prefix found."""
-    names = strings(args, "names")
-    if not names:
-        raise ArgError("names must not be empty")
+@evaluator("tool_sequence")
+def tool_sequence(ctx: EvalContext, *, names: ToolNames) -> Score:
+    """names occur in this order (other calls may come between); credit for the prefix found"""
     made = _names(ctx.all_calls)
     i = 0
     for called in made:
@@ -87,10 +80,9 @@ def tool_sequence(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
     return Score(i / len(names), detail)
 
 
-@evaluator("parallel_calls", args={"names": REQUIRED})
-def parallel_calls(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    """One assistant turn holds at least these calls (a name listed twice needs two calls)."""
-    names = strings(args, "names")
+@evaluator("parallel_calls")
+def parallel_calls(ctx: EvalContext, *, names: ToolNames) -> Score:
+    """one assistant turn holds all these calls (a repeated name needs repeated calls)"""
     want = Counter(names)
     for i, calls in enumerate(ctx.tool_calls):
         if not want - Counter(_names(calls)):
@@ -99,12 +91,12 @@ def parallel_calls(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
     return Score(0.0, f"not in one turn: {' | '.join(per_turn) or 'no calls'}")
 
 
-@evaluator("call_count", args={"name": None, "min": None, "max": None})
-def call_count(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    name = args.get("name")
-    if name is not None and not isinstance(name, str):
-        raise ArgError("name must be a string")
-    lo, hi = optional_int(args, "min"), optional_int(args, "max")
+@evaluator("call_count")
+def call_count(
+    ctx: EvalContext, *, name: ToolName | None = None, min: Count | None = None, max: Count | None = None
+) -> Score:
+    """number of calls (of that name) within bounds"""
+    lo, hi = min, max
     if lo is None and hi is None:
         raise ArgError("give min, max or both")
     n = sum(1 for _ in ctx.iter_calls(name))
@@ -113,8 +105,9 @@ def call_count(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
     return Score.of(ok, f"{n} call(s) of {name or 'any tool'} {'in' if ok else 'outside'} {bounds}")
 
 
-@evaluator("forbidden_tools", args={"names": REQUIRED})
-def forbidden_tools(ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-    banned = set(strings(args, "names"))
+@evaluator("forbidden_tools")
+def forbidden_tools(ctx: EvalContext, *, names: Strings) -> Score:
+    """none of these called"""
+    banned = set(names)
     used = sorted({c.name for c in ctx.all_calls} & banned)
     return Score.of(not used, f"called forbidden {', '.join(used)}" if used else "no forbidden tool")

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -10,6 +9,7 @@ from catalog.model import Check
 from scorer.registry import EVALUATORS, EvalContext, Score, evaluator, evaluator_versions, run_check
 from scorer.results import CheckScore
 from scorer.scoring import score_conversation
+from scorer.signature import Positive, ToolName
 from tests.scorer.helpers import ctx, spec, turn
 
 
@@ -65,7 +65,7 @@ def test_skipped_checks_are_excluded() -> None:
 
 def test_register_and_version() -> None:
     @evaluator("_test_always", version=3)
-    def always(c: EvalContext, args: Mapping[str, Any]) -> Score:
+    def always(c: EvalContext) -> Score:
         return Score(1.0, "yes")
 
     try:
@@ -75,3 +75,50 @@ def test_register_and_version() -> None:
             evaluator("_test_always")(always)
     finally:
         del EVALUATORS["_test_always"]
+
+
+def test_the_signature_declares_the_arguments() -> None:
+    seen: list[dict[str, Any]] = []
+
+    @evaluator()
+    def _test_signature(
+        c: EvalContext, *, word: str, limit: Positive = 2, mode: Literal["a", "b"] = "a", tool: ToolName | None = None
+    ) -> Score:
+        """scores what it is told"""
+        seen.append({"word": word, "limit": limit, "mode": mode, "tool": tool})
+        return Score(1.0)
+
+    try:
+        ev = EVALUATORS["_test_signature"]
+        assert ev.doc == "scores what it is told" and ev.tool_args == ("tool",)
+        assert ev.schema["required"] == ["word"] and ev.schema["additionalProperties"] is False
+        assert ev.schema["properties"]["limit"] == {"type": "number", "exclusiveMinimum": 0, "default": 2}
+        assert ev.schema["properties"]["mode"] == {"enum": ["a", "b"], "default": "a"}
+        assert ev.schema["properties"]["tool"] == {"type": "string"}  # omit it for none; an explicit null is a typo
+        run_check(ctx("x"), 0, Check("_test_signature", {"word": "w", "limit": 3}))
+        assert seen == [{"word": "w", "limit": 3.0, "mode": "a", "tool": None}]
+        assert isinstance(seen[0]["limit"], float)  # coerced to the declared type
+        for args, message in [
+            ({"word": 1}, "word must be a string, not int"),
+            ({"word": "w", "limit": 0}, "limit: expected float > 0"),
+            ({"word": "w", "mode": "c"}, "mode: invalid enum value 'c'"),
+            ({"word": "w", "limit": True}, "limit must be a number, not bool"),
+        ]:
+            with pytest.raises(BenchError, match=rf"check 1 \(_test_signature\): {message}.*; fix the catalog$"):
+                run_check(ctx("x"), 0, Check("_test_signature", args))
+    finally:
+        del EVALUATORS["_test_signature"]
+
+
+def test_a_signature_that_is_not_a_declaration_is_refused() -> None:
+    def positional(c: EvalContext, word: str) -> Score:
+        return Score(1.0)
+
+    def untyped(c: EvalContext, *, word) -> Score:  # type: ignore[no-untyped-def]
+        return Score(1.0)
+
+    with pytest.raises(TypeError, match="keyword-only"):
+        evaluator("_test_positional")(positional)
+    with pytest.raises(TypeError, match="no type annotation"):
+        evaluator("_test_untyped")(untyped)
+    assert "_test_positional" not in EVALUATORS and "_test_untyped" not in EVALUATORS

@@ -86,6 +86,33 @@ def test_misspelt_evaluator_argument(tmp_path: Path) -> None:
     assert "tests[0].checks[0].args" in message and "'value' is a required property" in message
 
 
+@pytest.mark.parametrize(
+    ("args", "field", "expected"),
+    [
+        ("{value: four}", "args.value", "numeric: 'four' is not of type 'number'"),
+        ("{value: 4, tolerance: true}", "args.tolerance", "numeric: True is not of type 'number'"),
+        (
+            "{value: 4, relativ: true}",
+            "args",
+            "numeric: Additional properties are not allowed ('relativ' was unexpected)",
+        ),
+    ],
+)
+def test_argument_types_come_from_the_signature(tmp_path: Path, args: str, field: str, expected: str) -> None:
+    message = bad(tmp_path, GOOD.replace("{value: 4}", args))
+    assert f"tests[0].checks[0].{field}: {expected}" in message
+
+
+def test_what_a_schema_cannot_say_is_checked_at_load_too(tmp_path: Path) -> None:
+    # file_contains needs exactly one of value and regex: refused when the suite loads, not when a run is scored.
+    fixture = "workspace: {fixture: minilib, tools: [read_file]}\n    "
+    both = GOOD.replace("{evaluator: numeric, args: {value: 4}}", "{evaluator: file_contains, args: {path: a}}")
+    message = bad(tmp_path, both.replace("    prompt: What is 2 + 2?\n", f"    {fixture}prompt: What is 2 + 2?\n"))
+    assert "tests[0].checks[0].args: file_contains: give exactly one of value, regex" in message
+    message = bad(tmp_path, GOOD.replace("args: {name: get_weather, args", "args: {name: null, args"))
+    assert "tests[1].checks[0].args.name: tool_args: None is not of type 'string'" in message
+
+
 def test_wrong_type(tmp_path: Path) -> None:
     message = bad(tmp_path, GOOD.replace("{max_tokens: 32}", "{max_tokens: lots}"))
     assert "test 'add'" in message and "tests[0].params.max_tokens" in message

@@ -69,7 +69,7 @@ def test_tool_args_best_call_partial_credit() -> None:
     s = score("tool_args", c, name="get_weather", args={"city": "Rome", "unit": "c"})
     assert s.score == 0.5 and "city" in s.detail
     assert score("tool_args", c, name="get_time", args={"tz": {"any": True}}).score == 0.0
-    with pytest.raises(BenchError, match="args must map"):
+    with pytest.raises(BenchError, match="args must be a map of argument names to matchers"):
         score("tool_args", c, name="get_weather", args=["city"])
 
 
