@@ -30,19 +30,14 @@ import gc, io, json, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 from pathlib import Path
 from rich.console import Console
-from scorer.report import aggregate, load, render_html, render_json, render_table
+from scorer.report import aggregate, load
+from scorer.report.formats import FORMATS, Target, report_document
 t1 = time.perf_counter()
 scores = load.load(Path(sys.argv[1]))
 t2 = time.perf_counter()
 report = aggregate.build(scores)
 t3 = time.perf_counter()
-fmt = sys.argv[2]
-if fmt == "table":
-    render_table.render(report, Console(file=io.StringIO(), width=160))
-elif fmt == "json":
-    render_json.render(report)
-else:
-    render_html.render(report)
+FORMATS[sys.argv[2]].render(report_document(report), Target())
 t4, c4 = time.perf_counter(), time.process_time()
 print(json.dumps({"import": t1 - t0, "load": t2 - t1, "aggregate": t3 - t2, "render": t4 - t3, "total": t4 - t0,
                   "cpu": c4 - c0}))

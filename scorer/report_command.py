@@ -7,19 +7,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
+import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bench.errors import BenchError
-
-if TYPE_CHECKING:
-    from scorer.report.sections import Section
-
-REPORT_FORMATS = ("table", "markdown", "json", "html")
-OTHER_FORMATS = ("table", "markdown", "json")
-SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".json": "json", ".txt": "table"}
+from scorer.report import formats
 
 
 def register(subparsers: Any) -> None:
@@ -30,7 +24,7 @@ def register(subparsers: Any) -> None:
     )
     report.add_argument("path", type=Path, metavar="PATH", help="scores file, or folder of cassettes")
     report.add_argument(
-        "--format", choices=REPORT_FORMATS, help="output format (default: from --out's suffix, else table)"
+        "--format", choices=formats.names(report=True), help="output format (default: from --out's suffix, else table)"
     )
     report.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _prices(report)
@@ -44,7 +38,7 @@ def register(subparsers: Any) -> None:
     )
     compare.add_argument("a", type=Path, metavar="A", help="the baseline: scores file or folder of cassettes")
     compare.add_argument("b", type=Path, metavar="B", help="the candidate: scores file or folder of cassettes")
-    compare.add_argument("--format", choices=OTHER_FORMATS, default="table")
+    compare.add_argument("--format", choices=formats.names(report=False), default="table")
     compare.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     compare.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when B has a statistically significant regression"
@@ -59,7 +53,7 @@ def register(subparsers: Any) -> None:
         description="Catalog health over one or more runs (scores files or folders of cassettes).",
     )
     health.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="scores file or folder of cassettes")
-    health.add_argument("--format", choices=OTHER_FORMATS, default="table")
+    health.add_argument("--format", choices=formats.names(report=False), default="table")
     health.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _jobs(health)
     health.set_defaults(handler=run_health)
@@ -78,9 +72,9 @@ def _jobs(parser: argparse.ArgumentParser) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from scorer.report import aggregate, load, render_html, render_json, render_markdown, render_table
+    from scorer.report import aggregate, load
 
-    fmt = args.format or (SUFFIX_FORMATS.get(args.out.suffix.lower(), "table") if args.out else "table")
+    fmt = args.format or ((formats.from_suffix(args.out) or "table") if args.out else "table")
     prices = _load_prices(getattr(args, "prices", None))
     scores = load.load(args.path, jobs=_check_jobs(args.jobs))
     report = aggregate.build(scores)
@@ -88,14 +82,7 @@ def run_report(args: argparse.Namespace) -> int:
         from scorer.report.cost import cost
 
         report.cost = cost(scores.traffic, prices)
-    if fmt == "table":
-        _emit_rich(args.out, lambda console: render_table.render(report, console))
-    elif fmt == "markdown":
-        _emit(args.out, render_markdown.render(report))
-    elif fmt == "json":
-        _emit(args.out, render_json.render(report))
-    else:
-        _emit(args.out, render_html.render(report))
+    _render(fmt, args.out, formats.report_document(report))
     return 0
 
 
@@ -115,7 +102,7 @@ def run_compare(args: argparse.Namespace) -> int:
         delta = cost_delta(cost(a.traffic, prices), cost(b.traffic, prices))
         body["cost"] = {"currency": prices.currency, "models": [dataclasses.asdict(d) for d in delta]}
         sections.append(cost_delta_section(delta, prices.currency))
-    _render(args.format, args.out, result.warnings, sections, body)
+    _render(args.format, args.out, formats.Document(sections=sections, body=body, warnings=result.warnings))
     if args.fail_on_regression:
         verdict = "significant regression: exit 1" if result.significant_regression else "no significant regression"
         print(f"bench compare: {verdict} ({compare.RULE})", file=sys.stderr)
@@ -133,7 +120,7 @@ def run_health(args: argparse.Namespace) -> int:
         "saturated": [t.test for t in result.saturated],
         "unstable": [t.test for t in result.unstable],
     }
-    _render(args.format, args.out, [], health_sections.sections(result), body)
+    _render(args.format, args.out, formats.Document(sections=health_sections.sections(result), body=body))
     return 0
 
 
@@ -151,25 +138,14 @@ def _check_jobs(jobs: int) -> int:
     return jobs
 
 
-def _render(fmt: str, out: Path | None, warnings: list[str], sections: list[Section], body: dict[str, Any]) -> None:
-    from scorer.report import render_markdown, render_table
-
-    if fmt == "json":
-        import orjson
-
-        _emit(out, orjson.dumps(body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
-    elif fmt == "markdown":
-        lines = [f"> **Warning:** {render_markdown.cell(w)}" for w in warnings]
-        _emit(out, "\n".join([*lines, "", *(render_markdown.markdown_table(s) for s in sections)]).lstrip())
+def _render(fmt: str, out: Path | None, doc: formats.Document) -> None:
+    if out is None and sys.stdout.isatty():
+        # A terminal gets colours and its own width; a pipe or a file plain text wide enough for the timing and
+        # comparison tables (80 columns would fold them).
+        target = formats.Target(terminal=True, width=shutil.get_terminal_size().columns)
     else:
-
-        def draw(console: Any) -> None:
-            render_table.print_warnings(console, warnings)
-            for section in sections:
-                console.print(render_table.table(section))
-                console.print()
-
-        _emit_rich(out, draw)
+        target = formats.Target()
+    _emit(out, formats.FORMATS[fmt].render(doc, target))
 
 
 def _emit(out: Path | None, text: str) -> None:
@@ -180,16 +156,3 @@ def _emit(out: Path | None, text: str) -> None:
         out.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise BenchError(f"{out}: cannot write ({exc.strerror}); choose another --out") from exc
-
-
-def _emit_rich(out: Path | None, draw: Any) -> None:
-    from rich.console import Console
-
-    if out is None:
-        console = Console()
-        # Piped output would otherwise be cut to 80 columns and fold the wide timing and comparison tables.
-        draw(console if console.is_terminal else Console(width=160))
-        return
-    buffer = io.StringIO()
-    draw(Console(file=buffer, width=160, no_color=True, force_terminal=False))
-    _emit(out, buffer.getvalue())

@@ -1,9 +1,8 @@
-"""The report as GitHub-flavoured Markdown (pipe tables), for pull requests and notes."""
+"""Sections as GitHub-flavoured Markdown (pipe tables), for pull requests and notes (scorer.report.formats)."""
 
 from __future__ import annotations
 
-from scorer.report.aggregate import Report
-from scorer.report.sections import Section, sections
+from scorer.report.sections import Section
 
 
 def cell(text: str) -> str:
@@ -18,12 +17,3 @@ def markdown_table(section: Section) -> str:
     lines.extend("| " + " | ".join(cell(v) for v in row) + " |" for row in section.rows)
     lines.extend(["", *(f"_{cell(note)}_" for note in section.notes)])
     return "\n".join(lines).rstrip() + "\n"
-
-
-def render(report: Report) -> str:
-    parts = ["# bench report", ""]
-    if report.warnings:
-        parts.extend(f"> **Warning:** {cell(w)}" for w in report.warnings)
-        parts.append("")
-    parts.extend(markdown_table(s) for s in sections(report))
-    return "\n".join(parts)

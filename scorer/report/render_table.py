@@ -5,8 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from scorer.report.aggregate import Report
-from scorer.report.sections import Section, sections
+from scorer.report.sections import Section
 
 
 def table(section: Section) -> Table:
@@ -23,10 +22,3 @@ def table(section: Section) -> Table:
 def print_warnings(console: Console, warnings: list[str]) -> None:
     for warning in warnings:
         console.print(f"[bold yellow]warning:[/] {warning}", markup=True, highlight=False)
-
-
-def render(report: Report, console: Console) -> None:
-    print_warnings(console, report.warnings)
-    for section in sections(report):
-        console.print(table(section))
-        console.print()

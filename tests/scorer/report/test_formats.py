@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.cassette import CassetteWriter
 from bench.cassette.records import RunMeta
 from bench.cli import main
+from scorer.report.formats import FORMATS, Document, Target, names, output_format
 from tests.scorer.report.factory import meta, synthetic, write_scores
 from tests.support.records import exchange
 
@@ -122,3 +125,71 @@ def test_a_folder_of_unreadable_cassettes_is_an_error_not_an_empty_report(
     assert any("a.cassette" in line and "0-byte" in line for line in err)
     assert any("b.cassette" in line for line in err)
     assert not (tmp_path / "scores.jsonl").exists()
+
+
+def _strict_json(text: str) -> Any:
+    """json.loads that refuses NaN and Infinity, which are not JSON (Python's json would read them)."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("command", ["compare", "health"])
+def test_compare_and_health_json_with_nan_is_valid_json(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Fault injection: the real comparison / health result with a NaN and an infinity planted in it, as an odd
+    # division would leave them; the JSON must carry null there, like `bench report`'s.
+    from scorer.report import compare, health
+
+    a = write_scores(tmp_path / "a.jsonl", meta(), synthetic(60, models=2, epochs=2))
+    b = write_scores(tmp_path / "b.jsonl", meta(), synthetic(60, seed=2, models=2, epochs=2))
+    real_compare, real_health = compare.compare, health.health
+
+    def nan_compare(*args: Any) -> compare.Comparison:
+        result = real_compare(*args)
+        planted = next(d for d in result.deltas if d.rate_b is not None)
+        planted.p_value, planted.rate_b = math.nan, math.inf
+        return result
+
+    def nan_health(*args: Any) -> health.Health:
+        result = real_health(*args)
+        result.separation = math.nan
+        result.tests[0].model_rates["model-a"] = -math.inf
+        return result
+
+    monkeypatch.setattr(compare, "compare", nan_compare)
+    monkeypatch.setattr(health, "health", nan_health)
+    assert main([command, str(a), str(b), "--format", "json"]) == 0
+    body = _strict_json(capsys.readouterr().out)
+    if command == "compare":
+        planted = next(d for d in body["deltas"] if d["p_value"] is None)
+        assert planted["rate_b"] is None
+        assert sum(d["p_value"] is None for d in body["deltas"]) == 1
+    else:
+        assert body["separation"] is None and body["tests"][0]["model_rates"]["model-a"] is None
+        assert isinstance(body["tests"][0]["model_rates"]["model-b"], float)
+
+
+def test_a_format_is_one_registration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A renderer registered under a new name is offered by all three commands and picked by --out's suffix."""
+
+    @output_format("_test_csv", suffixes=(".csv",))
+    def csv(doc: Document, target: Target) -> str:
+        return "".join(f"{s.title},{len(s.rows)}\n" for s in doc.sections)
+
+    try:
+        assert "_test_csv" in names(report=True) and "_test_csv" in names(report=False)
+        assert "html" in names(report=True) and "html" not in names(report=False)
+        scores = write_scores(tmp_path / "s.jsonl", meta(), synthetic(40, models=2, epochs=2))
+        out = tmp_path / "r.csv"
+        assert main(["report", str(scores), "--out", str(out)]) == 0
+        assert out.read_text().startswith("Summary,") or "," in out.read_text().splitlines()[0]
+        assert main(["health", str(scores), "--format", "_test_csv"]) == 0
+        assert capsys.readouterr().out.count(",") >= 1
+        with pytest.raises(RuntimeError, match="registered twice"):
+            output_format("_test_csv")(csv)
+    finally:
+        del FORMATS["_test_csv"]
