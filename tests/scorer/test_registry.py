@@ -1,15 +1,27 @@
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+import msgspec
 import pytest
 
 from bench.errors import BenchError
 from catalog.model import Check
-from scorer.registry import EVALUATORS, EvalContext, Score, evaluator, evaluator_versions, run_check
+from scorer.registry import (
+    EVALUATORS,
+    ArgError,
+    EvalContext,
+    Score,
+    arg_problem,
+    evaluator,
+    evaluator_schemas,
+    evaluator_versions,
+    run_check,
+    validate_checks,
+)
 from scorer.results import CheckScore
 from scorer.scoring import score_conversation
-from scorer.signature import Positive, ToolName
+from scorer.signature import Count, JsonObject, Matchers, Positive, Strings, ToolName, must_be, type_name
 from tests.scorer.helpers import ctx, spec, turn
 
 
@@ -122,3 +134,150 @@ def test_a_signature_that_is_not_a_declaration_is_refused() -> None:
     with pytest.raises(TypeError, match="no type annotation"):
         evaluator("_test_untyped")(untyped)
     assert "_test_positional" not in EVALUATORS and "_test_untyped" not in EVALUATORS
+
+
+def test_argument_name_errors_say_what_is_allowed() -> None:
+    def fail(name: str, args: dict[str, Any]) -> str:
+        with pytest.raises(BenchError) as info:
+            run_check(ctx("x"), 0, Check(name, args))
+        return str(info.value)
+
+    assert fail("equals", {"value": "a", "cased": 1, "b": 2}) == (
+        "test t.one: check 1 (equals): unknown argument(s) b, cased (allowed: case_sensitive, value); fix the catalog"
+    )
+    assert fail("valid_json", {"x": 1}).endswith("unknown argument(s) x (allowed: none); fix the catalog")
+    assert fail("json_field_equals", {}).endswith("missing argument(s) path, value; fix the catalog")
+    assert fail("tool_sequence", {"names": ["a", 3]}).endswith("names must be a list of strings; fix the catalog")
+    assert fail("contains_all", {"values": []}).endswith("values: expected array of length >= 1; fix the catalog")
+    assert fail("no_such", {}) == (
+        f"test t.one: check 1 uses unknown evaluator 'no_such'; use one of: {', '.join(sorted(EVALUATORS))}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "ok"),
+    [
+        ({"path": "a"}, False),
+        ({"path": "a", "value": "x", "regex": "y"}, False),
+        ({"path": "a", "value": "x"}, True),
+        ({"path": "a", "regex": "y"}, True),
+        ({"path": "a", "value": "x", "regex": None}, True),
+    ],
+)
+def test_one_of_needs_exactly_one(args: dict[str, Any], ok: bool) -> None:
+    ev = EVALUATORS["file_contains"]
+    if ok:
+        assert ev.bind(args) == {"value": None, "regex": None, **args}
+        assert arg_problem(ev, {k: v for k, v in args.items() if v is not None}) is None
+    else:
+        with pytest.raises(ArgError, match=r"^give exactly one of value, regex$"):
+            ev.bind(args)
+        assert arg_problem(ev, args) == ([], "give exactly one of value, regex")
+        with pytest.raises(BenchError, match=r"^test t\.one: check 1 \(file_contains\): give exactly one"):
+            validate_checks(spec([Check("file_contains", args)]))
+
+
+def test_arg_problem_reports_the_schema_path_first() -> None:
+    ev = EVALUATORS["tool_args"]
+    assert arg_problem(ev, {"name": "f", "args": {}}) == (["args"], "{} should be non-empty")
+    assert arg_problem(ev, {"name": 3, "args": {"a": 1}}) == (["name"], "3 is not of type 'string'")
+    assert arg_problem(ev, {"name": "f", "args": {"a": 1}}) is None
+    validate_checks(spec([Check("tool_args", {"name": "f", "args": {"a": 1}})]))  # no error
+
+
+def test_registration_records_the_declaration() -> None:
+    @evaluator(one_of=[("a", "b")], needs_workspace=True)
+    def _test_declared(c: EvalContext, *, a: int | None = None, b: int | None = None, c_: str) -> Score:
+        """A required argument may follow optional ones after `*`."""
+        return Score(0.5)
+
+    try:
+        ev = EVALUATORS["_test_declared"]
+        assert ev.bind({"c_": "x", "b": 2}) == {"a": None, "b": 2, "c_": "x"}
+        assert ev.schema["required"] == ["c_"] and ev.doc == "A required argument may follow optional ones after `*`."
+        assert (ev.version, ev.one_of, ev.needs_workspace, ev.group) == (1, (("a", "b"),), True, "test_registry")
+        assert EVALUATORS["equals"].needs_workspace is False and EVALUATORS["file_exists"].needs_workspace is True
+        assert EVALUATORS["numeric"].group == "numbers"
+    finally:
+        del EVALUATORS["_test_declared"]
+
+    def stray(c: EvalContext, *, a: int = 0) -> Score:
+        return Score(1.0)
+
+    with pytest.raises(TypeError, match=r"^evaluator _test_stray: one_of names \('a', 'z'\) that are not all"):
+        evaluator("_test_stray", one_of=[("a", "z")])(stray)
+    with pytest.raises(TypeError, match="one_of names"):
+        evaluator("_test_stray", one_of=[("a", "a", "z")])(stray)
+    evaluator("_test_stray", one_of=[("a",)])(stray)  # a group may be all the arguments it names
+    del EVALUATORS["_test_stray"]
+
+
+@pytest.mark.parametrize(("raw", "clamped"), [(1.5, 1.0), (-0.5, 0.0), (0.25, 0.25), (1.0, 1.0)])
+def test_scores_are_clamped_keeping_detail_and_status(raw: float, clamped: float) -> None:
+    @evaluator("_test_raw")
+    def raw_score(c: EvalContext) -> Score:
+        return Score(raw, "why", "skipped")
+
+    try:
+        assert run_check(ctx("x"), 0, Check("_test_raw", {})) == Score(clamped, "why", "skipped")
+    finally:
+        del EVALUATORS["_test_raw"]
+
+
+def test_score_constructors() -> None:
+    assert Score.of(True, "d") == Score(1.0, "d", "scored") and Score.of(False) == Score(0.0, "", "scored")
+    assert Score.skipped("no timing") == Score(0.0, "no timing", "skipped")
+
+
+def test_builtin_schemas_are_pinned() -> None:
+    schemas = evaluator_schemas()
+    assert schemas["call_count"] == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "min": {"type": "integer", "minimum": 0},
+            "max": {"type": "integer", "minimum": 0},
+        },
+        "required": [],
+        "additionalProperties": False,
+        "description": "number of calls (of that name) within bounds",
+    }
+    assert schemas["python_output"]["properties"]["timeout_s"] == {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "default": 5,
+    }
+    assert schemas["python_output"]["required"] == ["expected_stdout"]
+    assert schemas["numeric"]["properties"]["tolerance"] == {"type": "number", "default": 1e-6}
+    assert schemas["json_field_equals"]["properties"]["value"] == {}
+    assert schemas["tool_sequence"]["properties"]["names"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "minItems": 1,
+    }
+    assert EVALUATORS["tool_sequence"].tool_args == ("names",) and EVALUATORS["forbidden_tools"].tool_args == ()
+    assert EVALUATORS["call_count"].tool_args == ("name",) and EVALUATORS["tool_args"].tool_args == ("name",)
+
+
+def test_type_words() -> None:
+    assert [must_be(t) for t in (str, float, int, bool, Any, list[int], dict[str, int], Literal["x", 2])] == [
+        "a string",
+        "a number",
+        "an integer",
+        "true or false",
+        "any value",
+        "a list of integers",
+        "an object",
+        "one of 'x', 2",
+    ]
+    assert [type_name(t) for t in (Strings, Positive, Count | None, Matchers, JsonObject, Literal["x", "y"])] == [
+        "non-empty list of strings",
+        "number > 0",
+        "integer ≥ 0",
+        "non-empty object",
+        "object",
+        "'x' \\| 'y'",
+    ]
+    assert must_be(Matchers) == "a map of argument names to matchers" and must_be(int | None) == "an integer"
+    assert type_name(Annotated[float, msgspec.Meta(lt=1)]) == "number < 1"
+    assert type_name(Annotated[int, msgspec.Meta(ge=1, le=9)]) == "integer ≥ 1 ≤ 9"
