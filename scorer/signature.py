@@ -71,12 +71,10 @@ def args_struct(name: str, params: tuple[Param, ...]) -> type[msgspec.Struct]:
 
 
 def _strip(annotation: Any) -> tuple[Any, list[msgspec.Meta]]:
-    """The bare type and the msgspec Meta riding on it (Annotated, possibly nested)."""
-    metas: list[msgspec.Meta] = []
-    while typing.get_origin(annotation) is Annotated:
-        metas += [m for m in annotation.__metadata__ if isinstance(m, msgspec.Meta)]
-        annotation = annotation.__origin__
-    return annotation, metas
+    """The bare type and the msgspec Meta riding on it (Python flattens nested Annotated into one)."""
+    if typing.get_origin(annotation) is not Annotated:
+        return annotation, []
+    return annotation.__origin__, [m for m in annotation.__metadata__ if isinstance(m, msgspec.Meta)]
 
 
 def _optional(annotation: Any) -> Any | None:
@@ -135,7 +133,7 @@ def _describe(annotation: Any, index: int) -> str:
         return _constrained(_describe(bare, 1), metas)
     titles = [m.title for m in metas if m.title]
     if titles:
-        return titles[-1] if index == 0 else ("list of strings" if typing.get_origin(bare) is list else "object")
+        return titles[-1]
     if bare in _PHRASES:
         return _PHRASES[bare][index]
     origin = typing.get_origin(bare)
@@ -185,7 +183,8 @@ def explain(exc: msgspec.ValidationError, params: Mapping[str, Param], args: Map
     if ", got `" in what:
         got = "" if m.group(2) else f", not {type(args.get(key)).__name__}"
         return f"{key} must be {must_be(params[key].type)}{got}"
-    return f"{key}: {what.replace('`', '')[0].lower()}{what.replace('`', '')[1:]}"
+    what = what.replace("`", "")
+    return f"{key}: {what[0].lower()}{what[1:]}"
 
 
 def doc_summary(fn: Callable[..., Any]) -> str:

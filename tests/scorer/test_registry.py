@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import enum
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -21,7 +22,19 @@ from scorer.registry import (
 )
 from scorer.results import CheckScore
 from scorer.scoring import score_conversation
-from scorer.signature import Count, JsonObject, Matchers, Positive, Strings, ToolName, must_be, type_name
+from scorer.signature import (
+    REQUIRED,
+    Count,
+    JsonObject,
+    Matchers,
+    Positive,
+    Strings,
+    ToolName,
+    explain,
+    json_schema,
+    must_be,
+    type_name,
+)
 from tests.scorer.helpers import ctx, spec, turn
 
 
@@ -82,6 +95,8 @@ def test_register_and_version() -> None:
 
     try:
         assert evaluator_versions()["_test_always"] == 3
+        ev = EVALUATORS["_test_always"]
+        assert (ev.needs_workspace, ev.one_of, ev.doc, ev.group, ev.params) == (False, (), "", "test_registry", ())
         assert run_check(ctx("x"), 0, Check("_test_always", {})).score == 1.0
         with pytest.raises(RuntimeError, match="registered twice"):
             evaluator("_test_always")(always)
@@ -230,7 +245,9 @@ def test_score_constructors() -> None:
 
 
 def test_builtin_schemas_are_pinned() -> None:
-    schemas = evaluator_schemas()
+    # Computed afresh, not read from the evaluators' cached schemas.
+    schemas = {name: json_schema(ev.name, ev.params, ev.doc) for name, ev in EVALUATORS.items()}
+    assert schemas == evaluator_schemas()
     assert schemas["call_count"] == {
         "type": "object",
         "properties": {
@@ -281,3 +298,44 @@ def test_type_words() -> None:
     assert must_be(Matchers) == "a map of argument names to matchers" and must_be(int | None) == "an integer"
     assert type_name(Annotated[float, msgspec.Meta(lt=1)]) == "number < 1"
     assert type_name(Annotated[int, msgspec.Meta(ge=1, le=9)]) == "integer ≥ 1 ≤ 9"
+
+
+class Mode(enum.Enum):
+    FAST = "fast"
+    SLOW = "slow"
+
+
+def test_enums_and_untyped_defaults_in_the_schema() -> None:
+    @evaluator(one_of=[("a", "b", "c")])
+    def _test_enum(
+        ctx: EvalContext, *, mode: Mode = Mode.FAST, extra: Any = None, a: int = 0, b: int = 0, c: int | None = 3
+    ) -> Score:
+        return Score(1.0)
+
+    try:
+        ev = EVALUATORS["_test_enum"]
+        schema = json_schema(ev.name, ev.params, ev.doc)
+        assert schema["$defs"] == {"Mode": {"title": "Mode", "enum": ["fast", "slow"]}}
+        assert schema["properties"]["mode"] == {"$ref": "#/$defs/Mode", "default": "fast"}
+        assert schema["properties"]["extra"] == {"default": None}
+        assert schema["properties"]["c"] == {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 3}
+        assert "description" not in schema and schema["required"] == []
+        assert arg_problem(ev, {"mode": "medium", "a": 1}) == (["mode"], "'medium' is not one of ['fast', 'slow']")
+        assert ev.bind({"mode": "slow", "b": 1})["mode"] is Mode.SLOW
+        assert ev.bind({"a": 1}) == {"mode": Mode.FAST, "extra": None, "a": 1, "b": 0, "c": 3}
+        with pytest.raises(ArgError, match="give exactly one of a, b, c"):
+            ev.bind({"a": 1, "b": 2})
+    finally:
+        del EVALUATORS["_test_enum"]
+
+
+def test_explain_without_a_path_and_the_odd_types() -> None:
+    exc = msgspec.ValidationError("Expected `object`, got `int`")
+    assert explain(exc, {}, {}) == "Expected object, got int"
+    assert must_be(int | str) == "int | str" and must_be(Mode) == "Mode" and repr(REQUIRED) == "REQUIRED"
+
+
+def test_validate_checks_names_the_test_and_check_of_an_unknown_evaluator() -> None:
+    test = spec([Check("equals", {"value": "a"}), Check("nope", {})], id="s.v")
+    with pytest.raises(BenchError, match=r"^test s\.v: check 2 uses unknown evaluator 'nope'"):
+        validate_checks(test)
