@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.errors import BenchError
-from scorer.evaluators.text import _NEGATIONS, is_negated, last_clause, strip_token
+from scorer.evaluators.text import _NEGATIONS, _WORDS_TAIL, is_negated, last_clause, short, strip_token
 from tests.scorer.helpers import ctx, score
 
 
@@ -98,3 +98,34 @@ def test_negation_reads_the_last_four_words_of_the_last_clause(prefix: str) -> N
     clause = re.split(r"[.;:!?,\n]|\bbut\b|\bhowever\b", prefix, flags=re.IGNORECASE)[-1]
     words = re.findall(r"[\w']+", clause.casefold().replace("’", "'"))[-4:]
     assert is_negated(prefix) == any(w in _NEGATIONS or w.endswith("n't") for w in words)
+
+
+def test_a_tagged_fence_and_bare_decoration() -> None:
+    assert strip_token("```text\nParis\n```") == "Paris"
+    assert strip_token('""') == "" and strip_token("**") == ""  # two decoration marks wrap nothing
+
+
+def test_details_are_short_one_line_quotes() -> None:
+    assert short("a\nb") == "'a b'"
+    assert short("x" * 60) == repr("x" * 60)
+    assert short("x" * 61) == repr("x" * 59 + "…")
+    detail = score("equals", ctx("y" * 100), value="z").detail
+    assert detail == f"{'y' * 59 + '…'!r} != 'z'"
+
+
+def test_contains_any_and_none_honour_case_sensitive() -> None:
+    assert score("contains_any", ctx("PARIS"), values=["paris"], case_sensitive=True).score == 0.0
+    assert score("contains_any", ctx("PARIS"), values=["paris"]).score == 1.0
+    assert score("contains_none", ctx("PARIS"), values=["paris"], case_sensitive=True).score == 1.0
+    assert score("contains_none", ctx("paris"), values=["PARIS"], case_sensitive=True).score == 1.0
+
+
+def test_a_negation_five_words_back_does_not_count() -> None:
+    assert is_negated("not one two three four ") is False
+    assert is_negated("not one two three ") is True
+    # A long clause is read from its last 256 characters; a word the cut splits is read whole again ("knot" is not
+    # "not"), when four or fewer words are left.
+    cut = "not" + " " * (_WORDS_TAIL - 9) + "b c d "
+    assert len(cut) == _WORDS_TAIL
+    assert is_negated("x y z k" + cut) is False
+    assert is_negated("x y z " + cut) is True
