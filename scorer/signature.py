@@ -97,23 +97,22 @@ def names_tool(annotation: Any) -> bool:
 
 def json_schema(name: str, params: tuple[Param, ...], description: str) -> dict[str, Any]:
     """The JSON Schema (2020-12) of the check's `args` object."""
-    components = msgspec.json.schema_components([args_struct(name, params)], ref_template="#/$defs/{name}")[1]
-    schema: dict[str, Any] = dict(components.pop(name))
-    schema.pop("title", None)
-    properties = schema.setdefault("properties", {})
+    components = msgspec.json.schema_components([args_struct(name, params)])[1]
+    # msgspec gives a Struct: title, type, properties, required (possibly empty), additionalProperties.
+    schema: dict[str, Any] = components.pop(name)
+    del schema["title"]
     for p in params:
-        inner = _optional(p.type)
-        if p.default is None and inner is not None:
+        if p.default is None and _optional(p.type) is not None:
             # Omitting the argument means "none"; an explicit null in the YAML is refused, as a typo would be.
-            options = [o for o in properties[p.name]["anyOf"] if o != {"type": "null"}]
-            properties[p.name] = {**options[0], **{k: v for k, v in properties[p.name].items() if k != "anyOf"}}
-            properties[p.name].pop("default", None)
-    schema.setdefault("required", [])
+            schema["properties"][p.name] = next(o for o in schema["properties"][p.name]["anyOf"] if o != _NULL)
     if description:
         schema["description"] = description
     if components:
         schema["$defs"] = components
-    return {"type": "object", **{k: v for k, v in schema.items() if k != "type"}}
+    return schema
+
+
+_NULL = {"type": "null"}
 
 
 _PHRASES: dict[Any, tuple[str, str]] = {
