@@ -6,7 +6,8 @@ OpenAI-compatible servers and gateways expose for that.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -30,6 +31,10 @@ IDENTITY_PREFIXES = ("openai-", "x-ratelimit-", "x-litellm-", "anthropic-", "x-v
 
 # Parsing a large body only to read two top-level fields is not worth it past this size.
 MAX_JSON_IDENTITY = 8 << 20
+# Past it, the body's first and last this many bytes are searched for them instead.
+EDGE_BYTES = 64 << 10
+_EDGE_MODEL = re.compile(rb'"model"\s*:\s*"((?:[^"\\]|\\.){1,256})"')
+_EDGE_FP = re.compile(rb'"system_fingerprint"\s*:\s*"((?:[^"\\]|\\.){1,256})"')
 
 
 def identity_headers(headers: Iterable[tuple[str, str]], secret: frozenset[str]) -> dict[str, str]:
@@ -54,6 +59,44 @@ def payload_identity(obj: Any) -> tuple[str | None, str | None]:
     model = obj.get("model")
     fp = obj.get("system_fingerprint")
     return (model if isinstance(model, str) else None), (fp if isinstance(fp, str) else None)
+
+
+def reads_identity(reads: Sequence[bytes], content_type: str) -> tuple[str | None, str | None]:
+    """`body_identity` of a body given as its reads, in bounded memory: a body up to MAX_JSON_IDENTITY is joined and
+    parsed; a larger one is not copied, only its first and last EDGE_BYTES are searched for the two fields (OpenAI and
+    compatible servers write `model` near the start of a body and `system_fingerprint` near its end)."""
+    size = sum(map(len, reads))
+    if size <= MAX_JSON_IDENTITY:
+        return body_identity(b"".join(reads), content_type)
+    if "json" not in content_type:
+        return None, None
+    head = _edge(reads, EDGE_BYTES)
+    tail = _edge(reads[::-1], EDGE_BYTES, tail=True)
+    model = _EDGE_MODEL.search(head)
+    fp = _EDGE_FP.search(tail) or _EDGE_FP.search(head)
+    return _json_str(model), _json_str(fp)
+
+
+def _json_str(match: re.Match[bytes] | None) -> str | None:
+    if match is None:
+        return None
+    try:
+        value = orjson.loads(b'"' + match.group(1) + b'"')
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _edge(reads: Sequence[bytes], n: int, tail: bool = False) -> bytes:
+    """The first (or, with `tail`, the last: `reads` given reversed) n bytes of the reads, joined."""
+    parts: list[bytes] = []
+    have = 0
+    for read in reads:
+        parts.append(read[-(n - have) :] if tail else read[: n - have])
+        have += len(parts[-1])
+        if have >= n:
+            break
+    return b"".join(parts[::-1] if tail else parts)
 
 
 def body_identity(body: bytes, content_type: str) -> tuple[str | None, str | None]:

@@ -133,6 +133,10 @@ class Persister:
                 yield
             else:
                 packed.append(data)
+        # The packed record holds the body now: the reads are let go at once rather than when the handler ends
+        # (a large answer is not held twice while it waits for the writer). The times stay: the idle watchdog reads
+        # them until the handler ends.
+        ex.chunks = []
 
     def _lost(self, why: str | None) -> None:
         self.stats.exchanges -= 1

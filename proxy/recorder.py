@@ -18,7 +18,7 @@ from bench.cassette import records
 from bench.cassette.format import COMPLETE, TRUNCATED, UPSTREAM_ERROR
 from bench.decoding import decoded_record_reads
 from bench.sse import SSEParser
-from proxy.identity import body_identity, payload_identity
+from proxy.identity import payload_identity, reads_identity
 
 # A stream that has not produced a token after this many events is not worth parsing further (CPU bound).
 MAX_WATCHED_EVENTS = 256
@@ -226,11 +226,12 @@ class Exchange:
         """`identify` one read at a time: yields after each, so that a caller can let other work run in between."""
         if self.replay_of is not None or not self.chunks:
             return  # a replay copies these from the recording
-        reads = self.decoded_reads()
         if not self.streamed:
             content_type = next((v for k, v in self.resp_headers if k.lower() == "content-type"), "")
-            self.model, self.system_fingerprint = body_identity(b"".join(reads), content_type)
+            # Never a copy of a large body: past MAX_JSON_IDENTITY only its first and last bytes are looked at.
+            self.model, self.system_fingerprint = reads_identity(self.decoded_reads(), content_type)
             return
+        reads = self.decoded_reads()
         watch = TokenWatch()
         # A compressed stream's first token is at the read whose decoded piece completes the first token event.
         for chunk, t in zip(reads, self.times, strict=False):

@@ -273,8 +273,7 @@ def scrub_reads(reads: Sequence[bytes], forms: Sequence[bytes]) -> list[bytes] |
     there was none. The marker takes the place of the secret in the read where it began, and later reads lose the
     rest of it (possibly becoming empty): every read keeps its place, so its arrival time, and no SSE event boundary
     moves (a secret never holds an empty line)."""
-    data = b"".join(reads)
-    spans = _spans(data, forms)
+    spans = _read_spans(reads, forms)
     if not spans:
         return None
     out: list[bytes] = []
@@ -290,17 +289,52 @@ def scrub_reads(reads: Sequence[bytes], forms: Sequence[bytes]) -> list[bytes] |
             if si < len(spans) and spans[si][0] < end:
                 s, e = spans[si]
                 if s > cur:
-                    piece += data[cur:s]
+                    piece += read[cur - pos : s - pos]
                     cur = s
                 if s == cur:
                     piece += _REDACTED_B
                 cur = min(e, end)
             else:
-                piece += data[cur:end]
+                piece += read[cur - pos :]
                 cur = end
         out.append(bytes(piece))
         pos = end
     return out
+
+
+# Reads up to this many bytes in all are searched joined (one search per form); a larger body is searched read by
+# read with an overlap, so that a 50 MB answer is never copied whole.
+JOIN_LIMIT = 1 << 20
+
+
+def _read_spans(reads: Sequence[bytes], forms: Sequence[bytes]) -> list[tuple[int, int]]:
+    """`_spans` of the reads joined, without joining them when they are large: each read is searched together with
+    the last bytes of the ones before it (one byte less than the longest form), so a secret split across reads is
+    found once."""
+    if not forms:
+        return []
+    if sum(map(len, reads)) <= JOIN_LIMIT:
+        return _spans(b"".join(reads), forms)
+    keep = max(map(len, forms)) - 1
+    found: list[tuple[int, int]] = []
+    carry = b""
+    base = 0  # offset of the current read in the whole body
+    for read in reads:
+        window = carry + read
+        start = base - len(carry)
+        for s, e in _spans(window, forms):
+            if start + e > base:  # a match that ends inside the carried bytes was found with the read before
+                found.append((start + s, start + e))
+        base += len(read)
+        carry = window[-keep:] if keep else b""
+    found.sort()
+    merged: list[tuple[int, int]] = []
+    for s, e in found:
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    return merged
 
 
 def scrub_text(value: Any, forms: Sequence[bytes], strs: Sequence[str], found: list[str], path: str) -> Any:

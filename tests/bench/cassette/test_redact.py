@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.cassette import redact
 from bench.cassette.records import Exchange
 from bench.cassette.redact import (
     MIN_SCRUB_LEN,
@@ -119,6 +120,27 @@ def test_scrub_reads_equals_scrubbing_the_joined_bytes_whatever_the_split(
     assert whole is not None
     assert b"".join(out) == whole[0]
     assert KEY.encode() not in b"".join(out)
+
+
+@given(
+    st.lists(st.sampled_from([b"x", b"sk-live-", KEY.encode(), b"0123", b"abcdef", b"\n\n", b"%2F"]), max_size=30),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+)
+def test_a_large_body_is_searched_read_by_read_and_finds_what_the_joined_search_finds(
+    pieces: list[bytes], cuts: list[int]
+) -> None:
+    # Past JOIN_LIMIT the reads are searched one by one with an overlap (a 50 MB body is never copied whole): the
+    # spans must be exactly those of the joined bytes, wherever the reads are cut.
+    data = b"".join(pieces)
+    points = sorted({min(c, len(data)) for c in cuts})
+    reads = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    forms = SecretSet([KEY, "0123abcdef"]).forms()
+    saved = redact.JOIN_LIMIT
+    redact.JOIN_LIMIT = -1
+    try:
+        assert redact._read_spans(reads, forms) == redact._spans(data, forms)
+    finally:
+        redact.JOIN_LIMIT = saved
 
 
 # -- headers -----------------------------------------------------------------------------------------------------
