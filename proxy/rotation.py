@@ -5,7 +5,8 @@ A rotation never splits an exchange and never pauses forwarding. The next casset
 `ProxyState.use_writer` gives it a new Persister: exchanges finishing from then on are recorded there, whole, while
 the old Persister finishes the records it already holds into the old cassette. Only once that is done is the old
 cassette closed, in a thread (draining, the end record, fsync and the recompression at close are all off the loop),
-and handed to `on_closed` (the upload, with `--cassettes URL`). The loop itself only swaps two references.
+and handed to `on_closed` (the upload, with `--cassettes URL`). The loop itself only swaps two references. The
+close runs at the lowest CPU priority (it recompresses the file), so on a busy machine it takes idle time only.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from time import monotonic
+from typing import Any
 
 from bench.cassette import CassetteReader, CassetteWriter
 from bench.cassette.format import SUFFIX
@@ -142,7 +146,7 @@ class Rotator:
             await asyncio.gather(building, return_exceptions=True)
         stats = self.proxy.stats
         try:
-            await writer.aclose(errors=stats.errors, client_disconnects=stats.client_disconnects)
+            await _in_background(writer, errors=stats.errors, client_disconnects=stats.client_disconnects)
         except OSError as exc:
             log.error("bench proxy: could not finish cassette %s: %s", writer.path, exc.strerror)
             return
@@ -162,3 +166,35 @@ class Rotator:
             await asyncio.gather(self._task, return_exceptions=True)
         while self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
+
+
+# The close recompresses the whole cassette at a high zstd level (bench.cassette.compact): seconds of CPU that zstd
+# spends outside the GIL, but on the same cores as the forwarding loop. Done in a thread of its own at the lowest
+# priority, the kernel runs it on time the loop does not want, so a busy proxy's streams do not wait for it.
+BACKGROUND_NICE = 19
+
+
+async def _in_background(writer: CassetteWriter, **end: Any) -> None:
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if done.cancelled():
+            return
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
+
+    def work() -> None:
+        with contextlib.suppress(OSError, AttributeError):  # a thread's own priority: Linux (and a few others)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+        try:
+            writer.close(**end)
+        except BaseException as exc:
+            loop.call_soon_threadsafe(settle, exc)
+        else:
+            loop.call_soon_threadsafe(settle, None)
+
+    threading.Thread(target=work, name=f"cassette-close:{writer.path.name}").start()
+    await done
