@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bench.cassette import CassetteReader
-from bench.testspec import load_catalog
+from catalog.model import load_catalog
 from catalog.sim import start_sim
 from tests.support.s3 import BUCKET
 
