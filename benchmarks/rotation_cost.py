@@ -61,9 +61,9 @@ def count_records(folder: Path) -> tuple[int, int, list[int]]:
     for path in files:
         reader = CassetteReader(path)
         for record in reader:
-            assert record["response"]["chunks"][-1].endswith(b"data: [DONE]\n\n"), "a recorded stream is cut"
+            assert record.response.chunks[-1].endswith(b"data: [DONE]\n\n"), "a recorded stream is cut"
             records += 1
-            lag = (record.get("timing") or {}).get("loop_lag_us")
+            lag = record.timing.loop_lag_us
             if lag is not None:
                 lags.append(int(lag))
         assert not reader.truncated and reader.end is not None, path

@@ -2,8 +2,8 @@
 next one, so that no file grows forever and each closed one can be uploaded (docs/scale.md).
 
 A rotation never splits an exchange and never pauses forwarding. The next cassette is created in a thread, then
-`ProxyState.use_writer` gives it a new Persister: exchanges finishing from then on are recorded there, whole, while
-the old Persister finishes the records it already holds into the old cassette. Only once that is done is the old
+the proxy gets a new Sink (proxy.sink) around it: exchanges finishing from then on are recorded there, whole, while
+the old Sink's Persister finishes the records it already holds into the old cassette. Only once that is done is the old
 cassette closed, in a thread (draining, the end record, fsync and the recompression at close are all off the loop),
 and handed to `on_closed` (the upload, with `--cassettes URL`). The loop itself only swaps two references. The
 close runs at the lowest CPU priority (it recompresses the file), so on a busy machine it takes idle time only.
@@ -18,6 +18,7 @@ import os
 import re
 import threading
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from time import monotonic
 from typing import Any
@@ -26,6 +27,7 @@ from bench.cassette import CassetteReader, CassetteWriter
 from bench.cassette.format import SUFFIX
 from bench.errors import BenchError
 from proxy.server import RunningProxy
+from proxy.sink import Sink, writer_failed
 
 log = logging.getLogger("bench.proxy")
 
@@ -115,14 +117,17 @@ class Rotator:
     async def rotate(self) -> Path:
         """Open the next cassette, send new records there, close the old one off the loop; returns the new path."""
         state = self.proxy.state
-        old_writer, old_records = state.writer, state.records
-        assert old_writer is not None and old_records is not None
+        old_sink = state.sink
+        assert old_sink is not None
+        old_writer, old_records = old_sink.writer, old_sink.records
         self.rotations += 1
         path = self._folder / f"{self._stem}-{self.rotations:05d}{SUFFIX}"
         # Same settings, run and redaction as the first cassette: read back from its header, in a thread, with the
         # new file's creation (a header write and an fsync-free create: still file-system work, kept off the loop).
         new_writer = await asyncio.to_thread(self._open_like, old_writer, path)
-        state.use_writer(new_writer)
+        sink = Sink(new_writer, state.stats)
+        sink.loop_lag = old_sink.loop_lag
+        state.sink = sink
         self.proxy.cassette_path = path
         self._opened = monotonic()
         task = asyncio.get_running_loop().create_task(self._close(old_writer, old_records.task))
@@ -137,7 +142,7 @@ class Rotator:
             settings=header.settings,
             run=header.run,
             redactor=old.redactor,
-            on_failure=self.proxy.state.writer_failed,
+            on_failure=partial(writer_failed, path),
         )
 
     async def _close(self, writer: CassetteWriter, building: asyncio.Task[None] | None) -> None:

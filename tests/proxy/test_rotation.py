@@ -17,6 +17,7 @@ import aiohttp
 import pytest
 
 from bench.cassette import CassetteReader
+from bench.cassette.records import Exchange
 from bench.cli import main
 from proxy.rotation import parse_duration, parse_size
 from tests.proxy.test_proxy_command import post
@@ -65,7 +66,7 @@ async def rotating_proxy(*args: str, env: dict[str, str] | None = None) -> Async
             await proc.wait()
 
 
-def records_of(folder: Path) -> list[dict[str, Any]]:
+def records_of(folder: Path) -> list[Exchange]:
     """Every record of every cassette in the folder, each cassette checked whole (closed cleanly, not cut)."""
     out = []
     for path in sorted(folder.glob("*.cassette")):
@@ -95,7 +96,7 @@ async def test_size_rotation_keeps_every_exchange_whole_across_cassettes(upstrea
     assert (folder / Path(closed).name).exists()
     files = sorted(folder.glob("*.cassette"))
     assert len(files) >= 3, out
-    bodies = sorted(b"".join(r["response"]["chunks"]) for r in records_of(folder))
+    bodies = sorted(b"".join(r.response.chunks) for r in records_of(folder))
     assert bodies == sorted([first, second, long]), "each exchange is recorded once, whole"
     assert all(body.endswith(b"data: [DONE]\n\n") for body in bodies)
 
@@ -115,7 +116,7 @@ async def test_time_rotation_and_the_proxy_stop_close_every_cassette(upstream: U
     assert rc == 0, err
     # One cassette per exchange; a rotation due just before the stop may add an empty one, closed cleanly too.
     assert sum(1 for p in folder.glob("*.cassette") if records_of_one(p)) == 4
-    assert sorted(b"".join(r["response"]["chunks"]) for r in records_of(folder)) == sorted(sent)
+    assert sorted(b"".join(r.response.chunks) for r in records_of(folder)) == sorted(sent)
 
 
 async def test_each_rotated_cassette_is_uploaded_when_closed(
@@ -150,7 +151,7 @@ async def test_each_rotated_cassette_is_uploaded_when_closed(
         assert len(records_of_one(local)) == 1
 
 
-def records_of_one(path: Path) -> list[dict[str, Any]]:
+def records_of_one(path: Path) -> list[Exchange]:
     reader = CassetteReader(path)
     records = list(reader)
     assert not reader.truncated and reader.end is not None
