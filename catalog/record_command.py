@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.storage import fetch_all, is_url, upload
 
 
 def register(subparsers: Any) -> None:
@@ -24,7 +25,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--tests", help="only these test ids, comma-separated")
     p.add_argument("--epochs", type=int, help="repeats of each test per model (default 1)")
     p.add_argument("--concurrency", type=int, help="requests in flight at once (default 8)")
-    p.add_argument("--out", help="folder for cassettes (default ./cassettes)")
+    p.add_argument(
+        "--out",
+        help="folder for cassettes (default ./cassettes), or an object-storage prefix (s3://bucket/runs): written in "
+        "--spool first, uploaded and verified when closed (docs/scale.md)",
+    )
+    p.add_argument(
+        "--spool",
+        type=Path,
+        default=Path("cassettes"),
+        metavar="DIR",
+        help="local folder the cassette is written to before its upload, with --out URL (default: ./cassettes)",
+    )
     p.add_argument("--proxy", help="send through this running bench proxy instead of starting one")
     p.add_argument("--catalog", type=Path, help="catalog folder (default: the built-in catalog)")
     p.add_argument("--resume", metavar="RUN", help="record only what run RUN (in --out) is missing")
@@ -51,6 +63,12 @@ def run_record(args: argparse.Namespace) -> int:
 
     _positive("epochs", args.epochs)
     _positive("concurrency", args.concurrency)
+    remote: str | None = None
+    if args.out is not None and is_url(args.out):
+        # Recorded locally first (every crash-safety guarantee of a local cassette), uploaded once closed.
+        remote, args.out = args.out, str(args.spool)
+        if args.resume:
+            fetch_all(remote, args.spool)  # the run's earlier cassettes, to see what it is missing
     flags: dict[str, Any] = {
         "upstream": args.upstream,
         "models": args.models,
@@ -89,8 +107,16 @@ def run_record(args: argparse.Namespace) -> int:
         print(f"  failed: {line}")
     if summary.cassette is not None:
         print(f"cassette: {summary.cassette}")
+        if remote is not None and Path(summary.cassette).exists():
+            # The local copy is removed only once the object is verified; a failed upload keeps it (one line).
+            url = upload(Path(summary.cassette), remote)
+            print(f"uploaded {url} (size and sha256 verified), removed the local copy")
+            out_arg = f" --out {remote}"
     if summary.interrupted:
         print(f"interrupted: resume with `bench record --resume {summary.run_id}{out_arg}`", file=sys.stderr)
         return 130
+    if remote is not None:
+        print(f"next: bench rescore {remote} --out scores.jsonl && bench report scores.jsonl")
+        return 0
     print(f"next: bench rescore {cfg.out} && bench report {cfg.out}")
     return 0

@@ -113,6 +113,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         metavar="REGEX",
         help="replay/auto: remove matches of REGEX from message text before matching (e.g. timestamps)",
     )
+    p.add_argument(
+        "--rotate-size",
+        metavar="SIZE",
+        help="close the cassette and open the next once SIZE is written (500MB, 1GiB); each is uploaded when closed",
+    )
+    p.add_argument(
+        "--rotate-every",
+        metavar="DURATION",
+        help="close the cassette and open the next every DURATION (30s, 10m, 1h, 1d); each is uploaded when closed",
+    )
     p.set_defaults(handler=run)
 
 
@@ -133,6 +143,13 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("header_timeout", "body_timeout", "keepalive_timeout"):
         if getattr(args, flag) < 0:
             raise BenchError(f"--{flag.replace('_', '-')} {getattr(args, flag):g}: give seconds, or 0 for no limit")
+    from proxy.rotation import parse_duration, parse_size
+
+    args.rotate_size = parse_size(args.rotate_size) if args.rotate_size is not None else None
+    args.rotate_every = parse_duration(args.rotate_every) if args.rotate_every is not None else None
+    rotating = args.rotate_size is not None or args.rotate_every is not None
+    if rotating and args.mode == "passthrough":
+        raise BenchError("--rotate-size/--rotate-every: passthrough records nothing to rotate; drop them")
     remote: str | None = None
     if is_url(args.cassettes):
         remote, args.cassettes = args.cassettes, args.spool
@@ -188,6 +205,26 @@ async def _serve(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig.name)
+    rotator = None
+    upload_failures = 0
+    if (args.rotate_size is not None or args.rotate_every is not None) and proxy.cassette_path is not None:
+        from proxy.rotation import Rotator
+
+        async def closed(path: Path) -> None:
+            nonlocal upload_failures
+            if remote is None:
+                print(f"bench proxy: closed {path}", flush=True)
+                return
+            try:
+                url = await asyncio.to_thread(upload, path, remote)
+            except BenchError as exc:
+                upload_failures += 1
+                print(f"bench proxy: error: {exc}", file=sys.stderr, flush=True)
+                return
+            print(f"bench proxy: closed {path}, uploaded {url} (size and sha256 verified)", flush=True)
+
+        rotator = Rotator(proxy, size=args.rotate_size, every=args.rotate_every, on_closed=closed)
+        rotator.start()
     print(f"bench proxy: listening on {proxy.url} (clients: base URL {proxy.url}/v1)", flush=True)
     # The label, not the flag: an upstream URL given with user:password@ or ?key= must not be printed with them.
     shown = public_url(args.upstream)[1] if args.upstream else "(none: replay only)"
@@ -206,6 +243,8 @@ async def _serve(
                 flush=True,
             )
     finally:
+        if rotator is not None:
+            await rotator.stop()
         await proxy.close(interrupted=True, grace=args.grace)
     s = proxy.stats
     where = f" to {proxy.cassette_path}" if proxy.cassette_path else ""
@@ -229,4 +268,6 @@ async def _serve(
             print(f"bench proxy: error: {exc}", file=sys.stderr, flush=True)
             return s.lost or 1
         print(f"bench proxy: uploaded {url} (size and sha256 verified), removed the local copy", flush=True)
+    if upload_failures:
+        return s.lost or 1
     return s.lost

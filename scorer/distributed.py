@@ -2,9 +2,9 @@
 
 Each task reads its cassette itself (a path every worker can open, or an fsspec URL), so only unit descriptions go
 out and only slimmed results come back. The catalog and options are sent to every worker once (scattered), not with
-each task. Results are collected as they finish and put back in unit order, so `pipeline.assemble` sees exactly what
-a local run gives it and the scores file is byte-identical. A task that raises is retried once (`retries=1`); a
-worker that dies is rescheduled by the scheduler; a unit that still fails is named in the error, never dropped.
+each task. Results are collected as they finish, each with its unit's index, so the scores file is assembled in
+unit order exactly as a local run's and is byte-identical. A task that raises is retried once (`retries=1`); a worker
+that dies is rescheduled by the scheduler; a unit that still fails is named in the error, never dropped.
 """
 
 from __future__ import annotations
@@ -114,26 +114,41 @@ def run_units(
     fn: UnitFn = score_remote,
 ) -> list[UnitOutput]:
     """Every unit's output in unit order; BenchError naming each unit that failed twice."""
+    outputs: list[UnitOutput | None] = [None] * len(units)
+    for i, output in iter_units(client, units, catalog, options, fn):
+        outputs[i] = output
+    return [o for o in outputs if o is not None]
+
+
+def iter_units(
+    client: Any,
+    units: Sequence[Unit],
+    catalog: Catalog,
+    options: Options,
+    fn: UnitFn = score_remote,
+) -> Iterator[tuple[int, UnitOutput]]:
+    """(unit index, output) as units finish; after the last, BenchError naming each unit that failed twice (the
+    caller writes nothing until the iteration ends, so a failed unit is never silently missing)."""
     distributed = import_distributed()
     # Every worker needs the catalog and options: sent once each, not pickled into every task.
     shared = client.scatter([catalog, options], broadcast=True, hash=False)
     futures = [client.submit(fn, unit, *shared, retries=1, pure=False) for unit in units]
     index = {f.key: i for i, f in enumerate(futures)}
-    outputs: list[UnitOutput | None] = [None] * len(units)
     failed: list[str] = []
     for future in distributed.as_completed(futures):
         i = index[future.key]
         if future.status == "finished":
-            outputs[i] = future.result()
+            output = future.result()
+            future.release()
+            yield i, output
         else:
             exc = future.exception()
             failed.append(f"{unit_name(units[i])}: {type(exc).__name__}: {_one_line(exc)}")
-        future.release()
+            future.release()
     if failed:
         raise BenchError(
             f"{len(failed)} unit(s) failed twice on the Dask cluster, nothing written: " + "; ".join(sorted(failed))
         )
-    return [o for o in outputs if o is not None]
 
 
 def _one_line(exc: BaseException | None) -> str:

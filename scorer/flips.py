@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
 
 from scorer.results import CheckScore, Meta, Result
 
@@ -77,23 +80,106 @@ def find_flips(
     before = {result_key(r): r for r in old_results}
     flips = []
     for b in new_results:
-        a = before.get(result_key(b))
-        if a is None or (a.passed == b.passed and a.status == b.status):
-            continue
-        run, model, test, epoch = result_key(b)
-        flips.append(
-            Flip(
-                test=test,
-                model=model,
-                epoch=epoch,
-                run=run,
-                old_status=a.status,
-                new_status=b.status,
-                old_score=a.score,
-                new_score=b.score,
-                old_passed=a.passed,
-                new_passed=b.passed,
-                cause=explain(old_meta, new_meta, a, b),
-            )
-        )
+        flip = _flip(old_meta, new_meta, before.get(result_key(b)), b)
+        if flip is not None:
+            flips.append(flip)
     return flips
+
+
+def _flip(old_meta: Meta, new_meta: Meta, a: Result | None, b: Result) -> Flip | None:
+    if a is None or (a.passed == b.passed and a.status == b.status):
+        return None
+    run, model, test, epoch = result_key(b)
+    return Flip(
+        test=test,
+        model=model,
+        epoch=epoch,
+        run=run,
+        old_status=a.status,
+        new_status=b.status,
+        old_score=a.score,
+        new_score=b.score,
+        old_passed=a.passed,
+        new_passed=b.passed,
+        cause=explain(old_meta, new_meta, a, b),
+    )
+
+
+JoinKey = tuple[str, str, int, str]
+
+
+def join_key(r: Result | JobKey) -> JoinKey:
+    """The scores file's order (scorer.pipeline.sort_key without the cassette): a job's results are adjacent."""
+    return (r.model or "", r.test, r.epoch, r.run or "")
+
+
+class JobKey(msgspec.Struct, tag_field="kind", tag="result"):
+    """Only what orders a result line: read fast to check a file's order before joining on it."""
+
+    run: str | None = None
+    model: str | None = None
+    test: str = ""
+    epoch: int = 0
+
+
+_JOB_DECODER = msgspec.json.Decoder(JobKey)
+
+
+def in_join_order(path: Path) -> bool:
+    """Whether the result lines of a scores file are in the order `bench rescore` writes them (a file edited or
+    written otherwise is compared through a map instead)."""
+    last: JoinKey | None = None
+    with open(path, "rb") as fh:
+        fh.readline()
+        for line in fh:
+            if b'"kind":"result"' not in line:
+                continue
+            try:
+                key = join_key(_JOB_DECODER.decode(line))
+            except msgspec.DecodeError:
+                return False  # a damaged line is named by the full read
+            if last is not None and key < last:
+                return False
+            last = key
+    return True
+
+
+class FlipJoin:
+    """find_flips as a merge join: the new results are fed in the scores file's order and the earlier file's
+    results (`old`, in the same order) are read alongside, one job at a time. Like find_flips, a job found several
+    times in the earlier file (results without a run id) is compared with its last line there."""
+
+    def __init__(self, old_meta: Meta, new_meta: Meta, old: Iterator[Result]) -> None:
+        self.old_meta, self.new_meta = old_meta, new_meta
+        self.old = old
+        self.flips: list[Flip] = []
+        self._next: Result | None = next(old, None)
+        self._key: JoinKey | None = None
+        self._match: Result | None = None
+
+    def see(self, b: Result) -> None:
+        key = join_key(b)
+        if key != self._key:
+            while self._next is not None and join_key(self._next) < key:
+                self._next = next(self.old, None)
+            match = None
+            while self._next is not None and join_key(self._next) == key:
+                match, self._next = self._next, next(self.old, None)
+            self._key, self._match = key, match
+        flip = _flip(self.old_meta, self.new_meta, self._match, b)
+        if flip is not None:
+            self.flips.append(flip)
+
+
+class FlipMap:
+    """find_flips fed one new result at a time, for an earlier file not in join order (held whole, as before)."""
+
+    def __init__(self, old_meta: Meta, new_meta: Meta, old: Iterable[Result]) -> None:
+        self.old_meta, self.new_meta = old_meta, new_meta
+        self.before = {result_key(r): r for r in old}
+        self.flips: list[Flip] = []
+
+    def see(self, b: Result) -> None:
+        flip = _flip(self.old_meta, self.new_meta, self.before.get(result_key(b)), b)
+        if flip is not None:
+            self.flips.append(flip)

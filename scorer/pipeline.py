@@ -11,17 +11,18 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import itertools
 import multiprocessing
 import os
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -44,8 +45,11 @@ from scorer.traffic_lines import traffic_entry, traffic_key
 # Bumped when grouping, failure typing or the weighting of checks changes what the same inputs score.
 SCORING_VERSION = 1
 SHARD_MIN_BYTES = 32 << 10
+# Units submitted to the pool ahead of the ones running: keeps workers busy while finished outputs wait to be read.
+AHEAD_PER_WORKER = 2
 
 Key = tuple[str, str, str, int]  # run, model, test, epoch
+T = TypeVar("T")
 
 
 def scorer_version() -> str:
@@ -116,8 +120,41 @@ def rescore(
 ) -> tuple[Meta, list[Result]]:
     """Score every cassette under `paths`; returns the scores file's meta line and its sorted result lines.
     `traffic`, when given, receives one traffic line per exchange, tagged or not (scorer.traffic_lines), sorted.
-    `dask` (a scheduler address, or local[:N]) runs the units as Dask tasks instead (scorer.distributed)."""
-    global _catalog, _options
+    `dask` (a scheduler address, or local[:N]) runs the units as Dask tasks instead (scorer.distributed).
+    Holds every result: `scorer.merge.rescore_to_file` writes the same file with memory bounded by the units in
+    flight."""
+    catalog, files, options = prepare(
+        paths,
+        catalog=catalog,
+        max_tokens=max_tokens,
+        deadline_s=deadline_s,
+        suites=suites,
+        models=models,
+        base=base,
+        rules=rules,
+    )
+    outputs: list[UnitOutput | None] = []
+    for i, output in unit_outputs(files, catalog, options, jobs=jobs, dask=dask):
+        outputs.extend([None] * (i + 1 - len(outputs)))
+        outputs[i] = output
+    done = [o for o in outputs if o is not None]
+    if traffic is not None:
+        traffic.extend(sorted((t for o in done for t in o.traffic), key=traffic_key))
+    return assemble(catalog, options, done, files)
+
+
+def prepare(
+    paths: Sequence[storage.Location],
+    *,
+    catalog: Catalog | None = None,
+    max_tokens: int | None = None,
+    deadline_s: float | None = None,
+    suites: Sequence[str] = (),
+    models: Sequence[str] = (),
+    base: Path | None = None,
+    rules: Sequence[Rule] = (),
+) -> tuple[Catalog, list[storage.Location], Options]:
+    """The catalog, the cassettes found under `paths`, and the options every unit is scored with."""
     if catalog is None:
         from catalog.model import load_catalog
 
@@ -135,32 +172,48 @@ def rescore(
         deadline_us=None if deadline_s is None else int(deadline_s * 1e6),
         rules=tuple(rules),
     )
+    return catalog, files, options
+
+
+def unit_outputs(
+    files: list[storage.Location], catalog: Catalog, options: Options, *, jobs: int = 1, dask: str | None = None
+) -> Iterator[tuple[int, UnitOutput]]:
+    """(unit index, output) for every unit, as units finish: in-process, in a process pool, or on Dask. At most a
+    few units per worker are submitted ahead, so finished outputs waiting to be consumed stay few."""
+    global _catalog, _options
     if dask is not None:
-        outputs = _rescore_dask(dask, files, catalog, options)
-        if traffic is not None:
-            traffic.extend(sorted((t for o in outputs for t in o.traffic), key=traffic_key))
-        return assemble(catalog, options, outputs, files)
+        yield from _rescore_dask(dask, files, catalog, options)
+        return
     units = plan_units(files, max(1, jobs))
     _catalog, _options = catalog, options
     try:
         if jobs <= 1 or len(units) <= 1:
-            outputs = [score_unit(u) for u in units]
-        else:
-            ctx = multiprocessing.get_context("fork")
-            slots = ctx.BoundedSemaphore(max(1, os.cpu_count() or 1))
-            with ProcessPoolExecutor(
-                max_workers=min(jobs, len(units)), mp_context=ctx, initializer=sandbox.set_semaphore, initargs=(slots,)
-            ) as pool:
-                outputs = list(pool.map(score_unit, units))
+            for i, unit in enumerate(units):
+                yield i, score_unit(unit)
+            return
+        ctx = multiprocessing.get_context("fork")
+        slots = ctx.BoundedSemaphore(max(1, os.cpu_count() or 1))
+        workers = min(jobs, len(units))
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=sandbox.set_semaphore, initargs=(slots,)
+        ) as pool:
+            todo = iter(enumerate(units))
+            pending: dict[Future[UnitOutput], int] = {}
+            for i, unit in itertools.islice(todo, AHEAD_PER_WORKER * workers):
+                pending[pool.submit(score_unit, unit)] = i
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    i = pending.pop(future)
+                    for j, unit in itertools.islice(todo, 1):
+                        pending[pool.submit(score_unit, unit)] = j
+                    yield i, future.result()
     finally:
         _catalog, _options = None, None
-    if traffic is not None:
-        traffic.extend(sorted((t for o in outputs for t in o.traffic), key=traffic_key))
-    return assemble(catalog, options, outputs, files)
 
 
 def require_results(
-    meta: Meta, results: Sequence[Result], paths: Sequence[storage.Location], traffic: Sequence[Any] = ()
+    meta: Meta, results: Sequence[Result] | int, paths: Sequence[storage.Location], traffic: Sequence[Any] | int = ()
 ) -> None:
     """A command that finds nothing to score or report fails with one line (after the warnings that say why)."""
     if results or traffic:
@@ -175,13 +228,15 @@ def require_results(
     )
 
 
-def _rescore_dask(spec: str, files: list[storage.Location], catalog: Catalog, options: Options) -> list[UnitOutput]:
+def _rescore_dask(
+    spec: str, files: list[storage.Location], catalog: Catalog, options: Options
+) -> Iterator[tuple[int, UnitOutput]]:
     from scorer import distributed
 
     distributed.import_distributed()  # a missing extra is reported before the files are planned
     with distributed.connect(spec) as client:
         units = distributed.resolve_local(plan_units(files, distributed.workers_of(client)))
-        return distributed.run_units(client, units, catalog, options)
+        yield from distributed.iter_units(client, units, catalog, options)
 
 
 def default_base(paths: Sequence[storage.Location]) -> Path:
@@ -421,17 +476,27 @@ def latest_recordings(results: list[Result], cassettes: list[CassetteInfo]) -> t
     """One result per (run, model, test, epoch): `bench record --resume` records a job cut off mid-way again, whole,
     in a later cassette of the same run, so the latest cassette's recording is the job; the earlier partial one is
     dropped and counted per run. Results without a run id (traffic of other clients) are all kept."""
-    created = {c.path: c.created or "" for c in cassettes}
-    kept: list[Result] = []
     superseded: Counter[str] = Counter()
+    kept = list(keep_latest(results, lambda r: r, {c.path: c.created or "" for c in cassettes}, superseded))
+    return kept, superseded
+
+
+def keep_latest(
+    items: Iterable[T], result_of: Callable[[T], Result], created: Mapping[str, str], superseded: Counter[str]
+) -> Iterator[T]:
+    """latest_recordings over a stream sorted by sort_key (what a result is carried with, `result_of` finds it in),
+    holding one job's results at a time; counts what it drops in `superseded`."""
     # sort_key orders by (model, test, epoch, run, cassette): one job's results from several cassettes are adjacent.
-    for (run, *_), same in groupby(results, key=lambda r: (r.run, r.model, r.test, r.epoch)):
+    for (run, *_), same in groupby(items, key=lambda x: _job(result_of(x))):
         group = list(same)
         if run and len(group) > 1:
             superseded[run] += len(group) - 1
-            group = [max(group, key=lambda r: (created.get(r.cassette, ""), r.cassette))]
-        kept.extend(group)
-    return kept, superseded
+            group = [max(group, key=lambda x: (created.get(result_of(x).cassette, ""), result_of(x).cassette))]
+        yield from group
+
+
+def _job(r: Result) -> tuple[str | None, str | None, str, int]:
+    return (r.run, r.model, r.test, r.epoch)
 
 
 def assemble(
@@ -439,6 +504,13 @@ def assemble(
 ) -> tuple[Meta, list[Result]]:
     cassettes = [o.cassette for o in outputs if o.cassette is not None]
     results, superseded = latest_recordings(sorted((r for o in outputs for r in o.results), key=sort_key), cassettes)
+    return make_meta(catalog, opts, outputs, superseded), results
+
+
+def make_meta(catalog: Catalog, opts: Options, outputs: Sequence[UnitOutput], superseded: Counter[str]) -> Meta:
+    """The meta line: `outputs` in unit order (results may already be dropped from them), `superseded` as
+    latest_recordings counted them."""
+    cassettes = [o.cassette for o in outputs if o.cassette is not None]
     warnings = [w for o in outputs for w in o.warnings]
     for run, n in sorted(superseded.items()):
         warnings.append(
@@ -457,7 +529,7 @@ def assemble(
             f"test {test_id!r} changed since it was recorded ({n} result(s)): "
             "reported as stale, not scored; re-record it"
         )
-    meta = Meta(
+    return Meta(
         bench_version=__version__,
         scorer_version=scorer_version(),
         parser_version=PARSER_VERSION,
@@ -470,4 +542,3 @@ def assemble(
         cassettes=cassettes,
         warnings=warnings,
     )
-    return meta, results

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.storage import location
 from scorer.report import formats
 
 
@@ -22,7 +23,9 @@ def register(subparsers: Any) -> None:
         help="pass rates, epochs, failures, timing and settings of a run",
         description="Report on a scores file, or on a folder of cassettes (its scores.jsonl, else rescored in memory).",
     )
-    report.add_argument("path", type=Path, metavar="PATH", help="scores file, or folder of cassettes")
+    report.add_argument(
+        "path", type=location, metavar="PATH", help="scores file, or folder of cassettes (or their s3://... URL)"
+    )
     report.add_argument(
         "--format", choices=formats.names(report=True), help="output format (default: from --out's suffix, else table)"
     )
@@ -36,8 +39,8 @@ def register(subparsers: Any) -> None:
         help="paired comparison of two runs: regressions, improvements, significance",
         description="Pair results by test, model and epoch; test each model and category with exact McNemar.",
     )
-    compare.add_argument("a", type=Path, metavar="A", help="the baseline: scores file or folder of cassettes")
-    compare.add_argument("b", type=Path, metavar="B", help="the candidate: scores file or folder of cassettes")
+    compare.add_argument("a", type=location, metavar="A", help="the baseline: scores file or folder of cassettes")
+    compare.add_argument("b", type=location, metavar="B", help="the candidate: scores file or folder of cassettes")
     compare.add_argument("--format", choices=formats.names(report=False), default="table")
     compare.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     compare.add_argument(
@@ -52,7 +55,7 @@ def register(subparsers: Any) -> None:
         help="which tests separate models, which are saturated, which are unstable",
         description="Catalog health over one or more runs (scores files or folders of cassettes).",
     )
-    health.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="scores file or folder of cassettes")
+    health.add_argument("runs", type=location, nargs="+", metavar="RUN", help="scores file or folder of cassettes")
     health.add_argument("--format", choices=formats.names(report=False), default="table")
     health.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _jobs(health)

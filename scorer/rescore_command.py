@@ -49,10 +49,9 @@ def run(args: argparse.Namespace) -> int:
 
     from bench.errors import BenchError
     from catalog.model import load_catalog
-    from scorer.flips import find_flips
-    from scorer.pipeline import default_base, require_results, rescore
+    from scorer.merge import rescore_to_file
+    from scorer.pipeline import default_base
     from scorer.rescore_summary import print_summary
-    from scorer.scores_io import read_scores, write_scores
 
     if args.jobs < 1:
         raise BenchError(f"--jobs {args.jobs}: give at least 1")
@@ -65,24 +64,18 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None and is_url(args.paths[0]):
         raise BenchError(f"{args.paths[0]}: cassettes on object storage: give --out FILE for the scores file")
     out: Path = args.out or default_base(args.paths) / "scores.jsonl"
-    # Flips compare scores only: the previous file's per-exchange timings would double the memory for nothing.
-    previous = read_scores(out, exchanges=False) if out.exists() else None
-    traffic: list[dict[str, Any]] = []
-    meta, results = rescore(
+    written = rescore_to_file(
         list(args.paths),
+        out,
         catalog=catalog,
         jobs=args.jobs,
         max_tokens=args.max_tokens,
         deadline_s=args.deadline,
         suites=args.suite,
         models=args.model,
-        base=out.parent,
-        traffic=traffic,
         rules=rules,
         dask=args.dask,
+        previous=out if out.exists() else None,
     )
-    require_results(meta, results, args.paths, traffic)
-    write_scores(out, meta, results, traffic)
-    flips = find_flips(previous[0], previous[1], meta, results) if previous is not None else None
-    print_summary(Console(), meta, results, flips, str(out), traffic=len(traffic))
+    print_summary(Console(), written.meta, written.tally, written.flips, str(out), traffic=written.traffic)
     return 0

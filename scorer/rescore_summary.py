@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.table import Table
@@ -24,10 +25,36 @@ def _fmt_score(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+@dataclass
+class Tally:
+    """What the summary shows of the results, counted as they stream past (one pass, nothing held per result)."""
+
+    results: int = 0
+    per_model: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    failures: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+
+    def add(self, r: Result) -> None:
+        self.results += 1
+        model = r.model or "?"
+        c = self.per_model[model]
+        c[r.status] += 1
+        if r.status == "scored" and r.passed:
+            c["passed"] += 1
+        if r.failure_type:
+            self.failures[model][r.failure_type] += 1
+
+    @classmethod
+    def of(cls, results: Iterable[Result]) -> Tally:
+        tally = cls()
+        for r in results:
+            tally.add(r)
+        return tally
+
+
 def print_summary(
     console: Console,
     meta: Meta,
-    results: Sequence[Result],
+    results: Sequence[Result] | Tally,
     flips: Sequence[Flip] | None,
     out: str,
     traffic: int = 0,
@@ -36,17 +63,9 @@ def print_summary(
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     if meta.budgets.max_tokens is not None or meta.budgets.deadline_s is not None:
         console.print(f"[cyan]note:[/] {BUDGET_NOTE}", highlight=False, soft_wrap=True)
-    per_model: dict[str, Counter[str]] = defaultdict(Counter)
-    failures: dict[str, Counter[str]] = defaultdict(Counter)
-    for r in results:
-        model = r.model or "?"
-        c = per_model[model]
-        c[r.status] += 1
-        if r.status == "scored" and r.passed:
-            c["passed"] += 1
-        if r.failure_type:
-            failures[model][r.failure_type] += 1
-    table = Table(title=f"bench rescore · scorer {meta.scorer_version} · {len(results)} results")
+    tally = results if isinstance(results, Tally) else Tally.of(results)
+    per_model, failures = tally.per_model, tally.failures
+    table = Table(title=f"bench rescore · scorer {meta.scorer_version} · {tally.results} results")
     for col in ("model", "scored", "passed", "pass rate", "errored", "skipped", "stale", "unknown"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for model in sorted(per_model):

@@ -5,6 +5,8 @@ Lines are the structs of scorer.results, encoded by msgspec with sorted keys and
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
@@ -19,7 +21,17 @@ from scorer.results import ENCODER, FORMAT_NAME, FORMAT_VERSION, META_DECODER, R
 
 T = TypeVar("T")
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "dumps", "open_scores", "read_result_at", "read_scores", "write_scores"]
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "dumps",
+    "open_scores",
+    "read_result_at",
+    "read_scores",
+    "scores_reader",
+    "write_lines",
+    "write_scores",
+]
 
 
 def dumps(line: Meta | Result | Mapping[str, Any]) -> bytes:
@@ -38,16 +50,18 @@ def _plain(value: Any) -> Any:
 
 def write_scores(path: Path, meta: Meta, results: Iterable[Result], traffic: Iterable[Mapping[str, Any]] = ()) -> None:
     """Write atomically (temporary file, then rename) so a reader never sees half a file."""
+    write_lines(path, itertools.chain([dumps(meta)], map(dumps, results), map(dumps, traffic)))
+
+
+def write_lines(path: Path, lines: Iterable[bytes]) -> None:
+    """Encoded lines (the meta line first) written atomically, as write_scores writes them."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
-            fh.write(dumps(meta))
-            for result in results:
-                fh.write(dumps(result))
-            for entry in traffic:
-                fh.write(dumps(entry))
+            for line in lines:
+                fh.write(line)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -147,3 +161,28 @@ def _decode(path: Path, number: int, line: bytes, decoder: msgspec.json.Decoder[
         raise BenchError(f"{path}: line {number} is damaged ({exc}); run `bench rescore` again") from None
     except msgspec.DecodeError as exc:
         raise BenchError(f"{path}: not a scores file (bad JSON: {exc}); run `bench rescore` again") from None
+
+
+@contextlib.contextmanager
+def scores_reader(
+    path: Path, *, exchanges: bool = True, traffic: list[dict[str, Any]] | None = None
+) -> Iterator[tuple[Meta, Iterator[Result]]]:
+    """read_scores as a stream: the meta line, read (and checked) at once, and the result lines as they are read,
+    one at a time, while the context is open (the file is closed when it ends)."""
+    meta, lines = open_scores(path)
+    try:
+        yield meta, _results(lines, exchanges, traffic)
+    finally:
+        lines.close()  # type: ignore[attr-defined]
+
+
+def _results(
+    lines: Iterator[tuple[int, Result | dict[str, Any]]], exchanges: bool, traffic: list[dict[str, Any]] | None
+) -> Iterator[Result]:
+    for _, line in lines:
+        if isinstance(line, Result):
+            if not exchanges:
+                line.exchanges = []
+            yield line
+        elif traffic is not None:
+            traffic.append(line)

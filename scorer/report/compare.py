@@ -95,7 +95,15 @@ def show_commands(scores: Scores, result: Result) -> list[str]:
     cassette = result.cassette
     if not cassette:
         return []
-    path = shlex.quote(str(scores.base / str(cassette)))
+    # A cassette named by URL (rescored from object storage) stays one; one named relative to a scores file on
+    # object storage is next to it there.
+    if "://" in cassette:
+        where = cassette
+    elif scores.remote_base is not None:
+        where = scores.remote_base + "/" + cassette
+    else:
+        where = str(scores.base / cassette)
+    path = shlex.quote(where)
     exchanges = result.exchanges or []
     final = [ex for ex in exchanges if ex.final] or exchanges
     return [f"bench cassette show {path} --id {shlex.quote(ex.id)}" for ex in final]

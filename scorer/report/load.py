@@ -25,6 +25,8 @@ class Scores:
     meta: Meta
     results: list[Result]
     traffic: list[dict[str, Any]] = field(default_factory=list)  # one line per exchange (scorer.traffic_lines)
+    # For a scores file read from object storage: the URL prefix its cassette paths are relative to.
+    remote_base: str | None = None
 
 
 def scores_file(path: Location) -> Path | None:
@@ -43,15 +45,14 @@ def scores_file(path: Location) -> Path | None:
 
 def load(path: Location, *, jobs: int = 1) -> Scores:
     """Read PATH: a scores file, a folder holding scores.jsonl, a folder of cassettes to rescore in memory, or
-    cassettes on object storage (a URL to one or to a prefix, docs/scale.md), also rescored in memory."""
+    cassettes on object storage (a URL to one or to a prefix, docs/scale.md), also rescored in memory; a scores
+    file on object storage (its URL, or the prefix holding scores.jsonl) is fetched and read as a local one."""
+    if is_url(path):
+        return _from_url(str(path), jobs)
     found = scores_file(path)
     if found is not None:
         return _from_file(found)
     traffic: list[dict[str, Any]] = []
-    if is_url(path):
-        meta, results = _rescore([path], jobs, traffic)
-        # Results name these cassettes by their URLs; the base only resolves relative names.
-        return Scores(f"{path} (rescored in memory)", Path.cwd(), meta, results, traffic)
     path = Path(path)
     if path.is_dir():
         cassettes = sorted(path.rglob("*.cassette"))
@@ -63,6 +64,37 @@ def load(path: Location, *, jobs: int = 1) -> Scores:
         return Scores(f"{path} (rescored in memory)", path, meta, results, traffic)
     meta, results = _rescore([path], jobs, traffic)  # a cassette
     return Scores(f"{path} (rescored in memory)", path.parent, meta, results, traffic)
+
+
+def _from_url(url: str, jobs: int) -> Scores:
+    import tempfile
+
+    from bench import storage
+
+    fs = storage.filesystem(url)
+    scores_url = url if url.endswith(".jsonl") else storage.join(url, SCORES_NAME)
+    try:
+        fs.invalidate_cache()
+        found = fs.isfile(scores_url)
+    except Exception as exc:
+        raise BenchError(storage.explain(url, exc)) from None
+    if found:
+        # Read from a local copy: one GET, then the same line-at-a-time reader as a local file.
+        with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
+            local = Path(tmp) / SCORES_NAME
+            try:
+                fs.get_file(scores_url, str(local))
+            except Exception as exc:
+                raise BenchError(storage.explain(scores_url, exc)) from None
+            scores = _from_file(local)
+        scores.source, scores.base, scores.remote_base = scores_url, Path.cwd(), scores_url.rsplit("/", 1)[0]
+        return scores
+    if url.endswith(".jsonl"):
+        raise BenchError(f"{url}: no such scores file; check the URL, or give the prefix of the cassettes")
+    traffic: list[dict[str, Any]] = []
+    meta, results = _rescore([url], jobs, traffic)
+    # Results name these cassettes by their URLs; the base only resolves relative names.
+    return Scores(f"{url} (rescored in memory)", Path.cwd(), meta, results, traffic)
 
 
 def _rescore(paths: Sequence[Location], jobs: int, traffic: list[dict[str, Any]]) -> tuple[Meta, list[Result]]:
