@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bench.cassette import CassetteReader, find_cassettes
-from bench.testspec import load_catalog
+from catalog.model import load_catalog
 from catalog.sim import start_sim
 from proxy import start_proxy
 
