@@ -36,7 +36,7 @@ async def test_proxy_and_api_flags_send_through_a_running_proxy_to_the_responses
     assert not (find_cassettes([out]) if out.exists() else [])
     assert proxy.cassette_path is not None
     exchanges = list(CassetteReader(proxy.cassette_path))
-    [exchange] = [e for e in exchanges if (e.get("tags") or {}).get("test")]  # the rest: the gateway check's
+    [exchange] = [e for e in exchanges if e.tags.get("test")]  # the rest: the gateway check's
     # --api responses: the catalog test went to /v1/responses, as a Responses API request.
-    assert exchange["request"]["path"] == "/v1/responses" and exchange["response"]["status"] == 200
-    assert exchange["tags"]["test"] == test and b'"input"' in exchange["request"]["body"]
+    assert exchange.request.path == "/v1/responses" and exchange.response.status == 200
+    assert exchange.tags["test"] == test and b'"input"' in exchange.request.body

@@ -53,10 +53,9 @@ def test_shipped_recording_rescores_offline_against_the_current_catalog() -> Non
     attempts: dict[tuple[str, str, int], list[tuple[int, int, int | None, str]]] = defaultdict(list)
     for path in shipped():
         for record in CassetteReader(path):
-            tags = record["tags"]
-            status = (record.get("response") or {}).get("status")
+            tags = record.tags
             key = (tags["test"], tags["model"], int(tags["epoch"]))
-            attempts[key].append((int(tags["turn"]), int(tags["attempt"]), status, record["outcome"]))
+            attempts[key].append((int(tags["turn"]), int(tags["attempt"]), record.response.status, record.outcome))
     want = {}
     for key, tried in attempts.items():
         _turn, _attempt, status, outcome = max(tried)

@@ -343,9 +343,9 @@ async def test_idle_timeout_and_match_flags_reach_the_proxy(upstream: Upstream, 
         recorded = await post(session, url, **agent_turn("call_abc", "t-1", "2026-01-01T10:00:00Z"))
         proc.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(proc.wait(), 20) == 0
-    records = sorted(CassetteReader(path), key=lambda r: r["started"])
-    assert [r["outcome"] for r in records] == ["timeout", "complete"]
-    assert records[0]["response"]["cut"] and "idle" in records[0]["error"]
+    records = sorted(CassetteReader(path), key=lambda r: r.started)
+    assert [r.outcome for r in records] == ["timeout", "complete"]
+    assert records[0].response.cut and "idle" in (records[0].error or "")
 
     later = agent_turn("call_xyz", "t-2", "2026-02-03T11:12:13Z")
     strict = ("--mode", "replay", "--cassettes", str(cassettes))
