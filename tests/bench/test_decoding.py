@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import tracemalloc
 import zlib
 
 import brotli
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.decoding import content_codings, decode_reads, encode_reads
+from bench.decoding import Decoded, content_codings, decode_reads, decoded_record_reads, encode_reads
 
 BODY = b'data: {"choices":[{"delta":{"content":"hello"}}]}\n\n' * 20 + b"data: [DONE]\n\n"
 
@@ -84,3 +85,94 @@ def test_a_body_that_decodes_past_the_limit_stops_there_and_says_so() -> None:
     br = bytes(brotli.compress(b"\0" * 5_000_000))
     assert decode_reads([br], ["br"], limit=1_000_000).too_large
     assert not decode_reads([bomb], ["gzip"], limit=5_000_000).too_large
+
+
+def raw_deflate(data: bytes) -> bytes:
+    return wire("raw-deflate", data)
+
+
+def test_deflate_is_told_from_raw_deflate_by_the_whole_zlib_header() -> None:
+    # Raw deflate whose first two bytes happen to be a multiple of 31 (not a zlib header: the method nibble is not 8).
+    body = b"586006" * 3
+    raw = raw_deflate(body)
+    assert (raw[0] << 8 | raw[1]) % 31 == 0 and raw[0] & 0x0F != 8
+    # And one whose first byte has the method nibble 8: a stored block that is not the last (type bits 00, final bit
+    # 0, then pad bits, which decoders ignore), followed by an empty last block.
+    size = len(body).to_bytes(2, "little") + (len(body) ^ 0xFFFF).to_bytes(2, "little")
+    stored = b"\x08" + size + body + b"\x03\x00"
+    assert stored[0] & 0x0F == 8 and zlib.decompress(stored, -zlib.MAX_WBITS) == body
+    for sent in (raw, stored):
+        decoded = decode_reads([sent], ["deflate"])
+        assert (decoded.body, decoded.error) == (body, None)
+
+
+def test_deflate_read_a_byte_at_a_time_and_an_empty_deflate_body() -> None:
+    for sent in (zlib.compress(BODY), raw_deflate(BODY)):
+        decoded = decode_reads([sent[i : i + 1] for i in range(len(sent))], ["deflate"])
+        assert (decoded.body, decoded.error) == (BODY, None)
+    for sent in (raw_deflate(b""), zlib.compress(b"")):  # two bytes, and eight: complete streams of nothing
+        assert decode_reads([sent], ["deflate"]) == Decoded([b""], ["deflate"])
+    # One byte is no stream at all: nothing decoded, and it says the body was cut.
+    cut = decode_reads([b"x"], ["deflate"])
+    assert cut.pieces == [b""] and cut.error is not None and "cut short" in cut.error
+
+
+def test_decoded_record_reads_follows_the_recorded_headers() -> None:
+    sent = [gzip.compress(BODY[:40]), b""]
+    headers = [["Content-Type", "text/event-stream"], ["content-encoding", "gzip"]]
+    assert decoded_record_reads(headers, sent) == Decoded([BODY[:40], b""], ["gzip"])
+    assert decoded_record_reads([["Content-Type", "text/plain"]], [b"ab", b"c"]) == Decoded([b"ab", b"c"], [])
+    # Codings over several headers are applied in order: gzip first, then br.
+    twice = [bytes(brotli.compress(gzip.compress(BODY)))]
+    both = [["Content-Encoding", "gzip"], ["Content-Encoding", "br"]]
+    assert content_codings(both) == ["gzip", "br"]
+    assert decoded_record_reads(both, twice) == Decoded([BODY], ["gzip", "br"])
+
+
+def test_a_fault_keeps_what_came_before_and_every_read_keeps_its_place() -> None:
+    sent = gzip.compress(BODY)
+    reads = [sent[:20], b"\xff" * 30 + sent[20:], b"more", b"and more"]
+    decoded = decode_reads(reads, ["gzip", "br"])  # undone br first: the first read is no brotli stream
+    assert decoded.pieces == [b"", b"", b"", b""] and decoded.codings == ["gzip", "br"]
+    assert decoded.error is not None and decoded.error.startswith("cannot decode the gzip+br body")
+    sent = gzip.compress(BODY)
+    decoded = decode_reads([sent[:-8], b"\x00" * 8, b"y"], ["gzip"])  # a bad checksum in the second read
+    assert decoded.pieces == [BODY, b"", b""] and decoded.error is not None and "gzip body" in decoded.error
+    unknown = decode_reads([b"a", b"b"], ["zstd"])
+    assert unknown == Decoded([b"", b""], ["zstd"], "unknown Content-Encoding 'zstd'")
+
+
+def test_the_limit_counts_the_whole_body_and_holds_exactly() -> None:
+    body = b"x" * 1000
+    for coding in ("gzip", "deflate", "br"):
+        exact = decode_reads([wire(coding, body)], [coding], limit=1000)
+        assert (exact.body, exact.error, exact.too_large) == (body, None, False), coding
+        over = decode_reads([wire(coding, body)], [coding], limit=999)
+        assert over.too_large and over.pieces == [b""] and over.error is not None and "999" in over.error, coding
+    # Each read's piece is under the limit, the body is not.
+    enc = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    reads = [enc.compress(b"a" * 600) + enc.flush(zlib.Z_SYNC_FLUSH), enc.compress(b"b" * 600) + enc.flush()]
+    split_body = decode_reads(reads, ["gzip"], limit=1000)
+    assert split_body.too_large and split_body.pieces == [b"a" * 600, b""]
+
+
+def test_a_compression_bomb_is_not_decoded_into_memory() -> None:
+    bomb = gzip.compress(b"\0" * (64 << 20))  # 64 MiB of zeros in about 64 KiB
+    for coding, sent in (("gzip", bomb), ("br", bytes(brotli.compress(b"\0" * (64 << 20), quality=1)))):
+        tracemalloc.start()
+        try:
+            decoded = decode_reads([sent], [coding], limit=1 << 20)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert decoded.too_large, coding
+        assert peak < 16 << 20, (coding, peak)  # the limit's worth, not the 64 MiB the body expands to
+
+
+def test_encoding_again_keeps_the_coding_and_a_plain_body() -> None:
+    pieces = [BODY[:30], b"", BODY[30:]]
+    assert encode_reads(pieces, []) == pieces
+    for coding in ("gzip", "x-gzip", "deflate", "br"):
+        again = encode_reads(pieces, [coding])
+        assert decode_reads(again, [coding]) == Decoded(pieces, [coding]), coding
+    assert gzip.decompress(b"".join(encode_reads(pieces, ["x-gzip"]))) == BODY  # x-gzip is gzip

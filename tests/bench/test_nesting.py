@@ -8,7 +8,7 @@ import pytest
 
 from bench.cli import main
 from bench.fingerprint import fingerprint
-from bench.nesting import MAX_DEPTH, TooDeep, depth_exceeds, load_yaml
+from bench.nesting import MAX_DEPTH, TooDeep, check_depth, depth_exceeds, load_yaml
 from proxy.recordings import streams
 from scorer.evaluators.json_checks import extract_json
 
@@ -76,3 +76,21 @@ def test_a_rules_file_or_price_table_nested_5000_deep_is_one_line(tmp_path: Path
         (load_rules if loader == "rules" else load_prices)(path)
     message = str(caught.value)
     assert "\n" not in message and f"a {what} never needs that" in message and str(path) in message
+
+
+def test_the_limit_is_the_documented_depth_not_the_parsers() -> None:
+    # Shallow enough for yaml to parse (no RecursionError): MAX_DEPTH levels are read, one more is refused.
+    want: list[object] = []
+    for _ in range(MAX_DEPTH - 1):
+        want = [want]
+    assert load_yaml("[" * MAX_DEPTH + "]" * MAX_DEPTH) == want
+    with pytest.raises(TooDeep, match=f"nested more than {MAX_DEPTH} levels deep"):
+        load_yaml("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+
+
+def test_check_depth_takes_a_limit_and_names_it() -> None:
+    value = {"a": [[1]]}
+    assert check_depth(value, limit=3) is value
+    with pytest.raises(TooDeep, match=r"^nested more than 2 levels deep$"):
+        check_depth(value, limit=2)
+    assert check_depth(5, limit=0) == 5  # a scalar has no depth

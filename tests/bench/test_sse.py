@@ -207,3 +207,15 @@ def test_an_event_name_cleared_by_an_empty_event_line_leaves_nothing_pending() -
         parser.feed(tail)
         assert events_with_times([tail], [0]) == ([], pending)
         assert parser.pending is pending
+
+
+def test_extra_empty_lines_between_events_lose_nothing() -> None:
+    # Servers send bare newlines as keep-alives: an empty line with no data dispatches nothing and ends nothing.
+    for gap in (b"\n", b"\n\n", b"\n\n\n"):
+        for head in (b"", b": keepalive\n"):  # plain events, and with a comment (not the one-line-per-event framing)
+            stream = head + b"data: a\n\n" + gap + b"data: b\n\n" + gap + b"event: x\ndata: c\n\n"
+            want = (["a", "b", "c"], False)
+            assert parse_all([stream]) == want, stream
+            assert events_with_times([stream], [5]) == ([(5, "a"), (5, "b"), (5, "c")], False), stream
+            reads = [stream[: len(head) + 9], stream[len(head) + 9 :]]  # the gap starts the second read
+            assert events_with_times(reads, [5, 6]) == ([(5, "a"), (6, "b"), (6, "c")], False), stream

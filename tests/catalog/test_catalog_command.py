@@ -82,3 +82,30 @@ def test_validate_bad_schema_names_file_test_and_field(tmp_path: Path, capsys: p
     suite.write_text("suite: s\ntests:\n  - {id: t, description: d, prompt: p, checks: [], reference: {answer: a}}\n")
     code, _, err = run(capsys, "catalog", "validate", str(tmp_path))
     assert code == 1 and str(suite) in err and "test 't'" in err and "tests[0].checks" in err
+
+
+def test_ls_and_show_read_the_catalog_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = tmp_path / "mine.yaml"
+    suite.write_text(
+        textwrap.dedent(
+            """
+            suite: mine
+            tests:
+              - id: sum
+                category: reasoning
+                subcategory: arithmetic
+                description: Adds two numbers.
+                prompt: What is 19 + 23?
+                checks: [{evaluator: numeric, args: {value: 42}}]
+                reference: {answer: "42"}
+            """
+        )
+    )
+    mine = load_catalog(suite)
+    code, out, _ = run(capsys, "catalog", "ls", "--catalog", str(suite))
+    assert code == 0 and "1 tests" in out and "mine.sum" in out and mine.hash in out
+    assert "tools.weather_paris" not in out  # the built-in catalog is not read
+    code, out, _ = run(capsys, "catalog", "show", "sum", "--catalog", str(suite))
+    assert code == 0 and "mine.sum" in out and "What is 19 + 23?" in out and mine.tests["mine.sum"].hash in out
+    code, _, err = run(capsys, "catalog", "show", "convert_usd_eur", "--catalog", str(suite))
+    assert code == 1 and err.startswith("bench: error:")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -47,8 +48,22 @@ def test_every_shipped_cassette_reads_whole_and_parses() -> None:
 def test_shipped_recording_rescores_offline_against_the_current_catalog() -> None:
     meta, results = rescore(shipped(), jobs=1)
     assert results and meta.catalog_hash
-    statuses = {r.status for r in results}
-    assert statuses <= {"scored", "errored", "skipped", "stale", "unknown"}
+    # What each job's result must say, read from the recording itself: every attempt of every job, and whether the
+    # final attempt of its last turn got a usable answer (a complete exchange with a 2xx status) or not.
+    attempts: dict[tuple[str, str, int], list[tuple[int, int, int | None, str]]] = defaultdict(list)
+    for path in shipped():
+        for record in CassetteReader(path):
+            tags = record.tags
+            key = (tags["test"], tags["model"], int(tags["epoch"]))
+            attempts[key].append((int(tags["turn"]), int(tags["attempt"]), record.response.status, record.outcome))
+    want = {}
+    for key, tried in attempts.items():
+        _turn, _attempt, status, outcome = max(tried)
+        usable = outcome == "complete" and status is not None and 200 <= status < 300
+        want[key] = ("scored" if usable else "errored", len(tried))
+    assert {(r.test, r.model, r.epoch): (r.status, r.attempts) for r in results} == want
+    # The recording holds both kinds, so the comparison above checks each.
+    assert {status for status, _ in want.values()} == {"scored", "errored"}
     scored = [r for r in results if r.status == "scored"]
     assert len(scored) >= 100, "the shipped run still matches the catalog (not stale)"
     assert {r.epoch for r in scored} == {0, 1}

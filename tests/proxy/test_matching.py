@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +99,68 @@ async def test_agent_turns_with_volatile_values_match_only_with_options(tmp_path
     relaxed_match = headers[relaxed_cassette.name]
     assert isinstance(relaxed_match, MatchSettings) and relaxed_match.tool_call_ids is True
     assert relaxed_match.blank == [r"\d{4}-\d\d-\d\dT[\d:]+Z"]
+
+
+def test_paths_drop_keys_wildcards_and_list_items() -> None:
+    body: dict[str, Any] = {
+        "metadata": {"trace": "t1", "user": "u"},
+        "messages": [{"role": "system", "content": "a", "name": "s"}, {"role": "user", "content": "b", "name": "u"}],
+        "input": [{"id": 1}, {"id": 2}],
+    }
+
+    def drop(*paths: str) -> Any:
+        return MatchOptions(ignore=paths).normalise(body)
+
+    assert drop("metadata") == {"messages": body["messages"], "input": body["input"]}
+    assert drop("metadata.*")["metadata"] == {}  # `*` is any key of a map
+    assert drop("*.trace")["metadata"] == {"user": "u"} and drop("*.trace")["messages"] == body["messages"]
+    assert drop("input.*")["input"] == []  # `*` is any item of a list
+    assert drop("messages.0")["messages"] == [body["messages"][1]]  # a number is one item
+    assert drop("messages.1.name")["messages"] == [body["messages"][0], {"role": "user", "content": "b"}]
+    assert drop("messages.7", "nothing.here", "metadata.trace.deeper") == body  # paths that reach nothing
+    assert body["metadata"] == {"trace": "t1", "user": "u"}  # the request itself is not changed
+
+
+def key(
+    opts: MatchOptions, body: bytes, *, method: str = "POST", path: str = "/v1/chat/completions", query: str = ""
+) -> str:
+    return opts.key(method, path, query, body, "fp1:strict")
+
+
+def test_a_relaxed_key_still_tells_requests_apart() -> None:
+    opts = MatchOptions(ignore=("metadata",))
+    body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "metadata": {"t": 1}}'
+    base = key(opts, body)
+    assert base != "fp1:strict"
+    # The same request, however its JSON is written, and with another value in the ignored field: the same key.
+    assert key(opts, b'{"metadata":{"t":2},"messages":[{"content":"hi","role":"user"}],"model":"m"}') == base
+    assert key(opts, body, path="/v1/chat/completions/") == base  # a trailing slash is the same endpoint
+    # Anything else that makes it another request: another key.
+    others = {
+        key(opts, body.replace(b'"m"', b'"m2"')),
+        key(opts, body, path="/v1/responses"),
+        key(opts, body, query="api-version=1"),
+        key(opts, body, query="api-version=2"),
+        key(opts, body, method="PUT"),
+    }
+    assert len(others) == 5 and base not in others
+    # A body that is not JSON has nothing to relax: its fingerprint is its key.
+    assert key(opts, b"not json") == "fp1:strict"
+
+
+def test_the_header_states_each_option() -> None:
+    assert MatchOptions(ignore=("metadata",)).describe() == MatchSettings(
+        strict=False, ignore=["metadata"], tool_call_ids=False, blank=[]
+    )
+    assert MatchOptions().describe() == MatchSettings(strict=True, ignore=[], tool_call_ids=False, blank=[])
+
+
+def test_command_line_options_are_checked_and_kept() -> None:
+    opts = match_options(["metadata", "messages.*.name"], True, [r"req-\d+"])
+    assert opts == MatchOptions(("metadata", "messages.*.name"), True, (r"req-\d+",))
+    assert match_options(None, False, None) == MatchOptions()
+    for bad in ("", "a..b", ".a", "a."):
+        with pytest.raises(BenchError, match=f"^--match-ignore {re.escape(repr(bad))}: give a dotted JSON path"):
+            match_options([bad], False, [])
+    with pytest.raises(BenchError, match=r"^--match-blank '\(': not a regular expression \(missing \)"):
+        match_options([], False, ["("])

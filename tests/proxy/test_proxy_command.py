@@ -17,6 +17,7 @@ import aiohttp
 import pytest
 
 from bench.cassette import CassetteReader
+from bench.cassette.records import MatchSettings
 from bench.cli import main
 from proxy import start_proxy
 from tests.proxy.conftest import MESSAGES
@@ -315,3 +316,50 @@ async def test_a_disk_that_fills_mid_run_keeps_serving_counts_what_was_not_recor
     assert "File too large" in lost_line and lost > 0 and recorded + lost == n
     reader = CassetteReader(path)
     assert len(list(reader)) == recorded and reader.end is None and not reader.damaged
+
+
+def agent_turn(call: str, trace: str, when: str) -> dict[str, Any]:
+    """A request of an agent's second turn, with the volatile values such traffic carries (docs/proxy.md,
+    "Matching"): a tool-call id its client made up, a tracing field, a time in the prompt."""
+    return {
+        "x_trace": trace,
+        "messages": [
+            {"role": "user", "content": f"It is {when}. What is the weather?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call, "type": "function", "function": {"name": "w", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": call, "content": "sunny"},
+        ],
+    }
+
+
+async def test_idle_timeout_and_match_flags_reach_the_proxy(upstream: Upstream, cassettes: Path) -> None:
+    args = ("--upstream", upstream.url, "--cassettes", str(cassettes), "--idle-timeout", "0.3")
+    async with bench_proxy(*args) as (proc, url, path), aiohttp.ClientSession() as session:
+        with pytest.raises(aiohttp.ClientPayloadError):  # --idle-timeout: silence mid-stream cuts it
+            await post(session, url, model="test-stall", x_stall_s=30)
+        recorded = await post(session, url, **agent_turn("call_abc", "t-1", "2026-01-01T10:00:00Z"))
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    records = sorted(CassetteReader(path), key=lambda r: r.started)
+    assert [r.outcome for r in records] == ["timeout", "complete"]
+    assert records[0].response.cut and "idle" in (records[0].error or "")
+
+    later = agent_turn("call_xyz", "t-2", "2026-02-03T11:12:13Z")
+    strict = ("--mode", "replay", "--cassettes", str(cassettes))
+    async with bench_proxy(*strict) as (proc, url, _), aiohttp.ClientSession() as session:
+        async with session.post(url + "/v1/chat/completions", json={"model": "test-model", **later}) as resp:
+            assert resp.status == 404  # strict matching: the volatile values make it another request
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    loose = ("--match-ignore", "x_trace", "--match-tool-call-ids", "--match-blank", r"\d{4}-[\dT:-]+Z")
+    async with bench_proxy(*strict, *loose) as (proc, url, replayed), aiohttp.ClientSession() as session:
+        assert await post(session, url, **later) == recorded
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    settings = CassetteReader(replayed).header.settings
+    assert settings is not None and settings.match == MatchSettings(
+        strict=False, ignore=["x_trace"], tool_call_ids=True, blank=[r"\d{4}-[\dT:-]+Z"]
+    )

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scorer.scores_io import read_scores
 from tests.scorer.helpers import record, write_cassette
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,3 +50,26 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     result = bench(tmp_path, "rescore", str(tmp_path / "missing"))
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "no such file or directory" in result.stderr
+
+
+def test_catalog_and_deadline_flags(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    write_cassette(runs / "a.cassette", [record("mine.capital", "The answer is Paris")])
+    suite = tmp_path / "mine.yaml"
+    suite.write_text(
+        "suite: mine\ntests:\n  - id: capital\n    category: knowledge\n    subcategory: geography\n"
+        "    description: A capital.\n    prompt: What is the capital of France?\n"
+        "    checks: [{evaluator: contains_all, args: {values: [Paris]}}]\n    reference: {answer: Paris}\n"
+    )
+    builtin = bench(tmp_path, "rescore", str(runs), "--jobs", "1")  # the built-in catalog has no such test
+    assert builtin.returncode == 0, builtin.stderr
+    assert "unknown test id 'mine.capital'" in builtin.stdout
+    mine = bench(tmp_path, "rescore", str(runs), "--jobs", "1", "--catalog", str(suite))
+    assert mine.returncode == 0, mine.stderr
+    [result] = read_scores(runs / "scores.jsonl")[1]
+    assert (result.test, result.status, result.passed) == ("mine.capital", "scored", True)
+    # The recorded stream took longer than a microsecond: with that deadline the client would have given up.
+    late = bench(tmp_path, "rescore", str(runs), "--jobs", "1", "--catalog", str(suite), "--deadline", "0.000001")
+    assert late.returncode == 0, late.stderr
+    [result] = read_scores(runs / "scores.jsonl")[1]
+    assert (result.status, result.failure_type) == ("errored", "timeout")

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.cassette import redact
-from bench.cassette.records import Exchange
+from bench.cassette.records import Exchange, Upstream
 from bench.cassette.redact import (
     MIN_SCRUB_LEN,
     REDACTED,
@@ -362,3 +362,60 @@ def test_a_query_value_is_scrubbed_decoded_either_way_a_plus_can_be_read() -> No
     rec = record(query="token=Ab%2FCd+Ef12345", chunks=echo("Ab/Cd+Ef12345", "Ab/Cd Ef12345"))
     Redactor().redact_exchange(rec)
     assert b"".join(rec.response.chunks).count(REDACTED.encode()) == 2
+
+
+def test_an_echo_is_replaced_where_it_stands_and_everything_else_is_kept_and_listed_exactly() -> None:
+    # The key pasted into a prompt twice (the request body is bytes), in a nested map and in strings: each occurrence
+    # becomes the marker, every byte around it stays, and `redacted` names exactly the places that held it.
+    body = b'{"messages":[{"role":"user","content":"' + KEY.encode() + b" and " + KEY.encode() + b'!"}]}'
+    rec = record(
+        headers=[["Authorization", f"Bearer {KEY}"]],
+        body=body,
+        error=f"bad key {KEY}",
+        upstream={"url": "http://u", "headers": {"x-request-id": KEY, "x-other": "kept"}},
+        tags={"note": f"{KEY}{KEY}", "run": "r1"},
+    )
+    Redactor().redact_exchange(rec)
+    assert rec.request.body == b'{"messages":[{"role":"user","content":"[REDACTED] and [REDACTED]!"}]}'
+    assert rec.error == f"bad key {REDACTED}"
+    assert rec.upstream == Upstream(url="http://u", headers={"x-request-id": REDACTED, "x-other": "kept"})
+    assert rec.tags == {"note": REDACTED + REDACTED, "run": "r1"}
+    assert rec.redacted == [
+        "request.headers.authorization",
+        "scrubbed:error",
+        "scrubbed:request.body",
+        "scrubbed:tags.note",
+        "scrubbed:upstream.headers.x-request-id",
+    ]
+
+
+def test_values_given_up_front_are_scrubbed_by_a_redactor_with_extras() -> None:
+    token = "client-token-9876543210"
+    rec = record(chunks=echo(f"hello {token}"), headers=[["X-Custom-Auth", token]])
+    Redactor.with_extra(headers=["X-Custom-Auth"], values=[token, ""]).redact_exchange(rec)
+    assert rec.request.headers == [["X-Custom-Auth", REDACTED]]
+    assert rec.response.chunks == echo(f"hello {REDACTED}")
+    rec = record(chunks=echo(f"hello {token}"))  # nowhere else in the record: only what was given says it is secret
+    Redactor.with_extra(values=[token]).redact_exchange(rec)
+    assert rec.response.chunks == echo(f"hello {REDACTED}") and rec.redacted == ["scrubbed:response.chunks"]
+
+
+def test_a_percent_encoded_echo_in_lower_case_hex_is_scrubbed() -> None:
+    key = "sk/live+key=0123&456"
+    for echoed in ("sk%2flive%2bkey%3d0123%26456", "sk%2Flive%2Bkey%3D0123%26456", key):
+        rec = record(headers=[["api-key", key]], chunks=echo(f"got {echoed}"))
+        Redactor().redact_exchange(rec)
+        assert rec.response.chunks == echo(f"got {REDACTED}"), echoed
+
+
+def test_a_basic_password_with_a_colon_and_each_cookie_value_are_scrubbed_when_echoed() -> None:
+    # RFC 7617: the user id ends at the first colon; the password may hold more.
+    password = "pass:word-0123456789"
+    basic = base64.b64encode(f"me:{password}".encode()).decode()
+    cookies = "session=abcdefgh12345678; theme=dark; csrf=zyxwvuts98765432"
+    rec = record(
+        headers=[["Authorization", f"Basic {basic}"], ["Cookie", cookies]],
+        chunks=echo(f"pw {password}", "s abcdefgh12345678", "c zyxwvuts98765432", "theme dark"),
+    )
+    Redactor().redact_exchange(rec)
+    assert rec.response.chunks == echo(f"pw {REDACTED}", f"s {REDACTED}", f"c {REDACTED}", "theme dark")
