@@ -28,6 +28,11 @@ from catalog.driver.progress import Quiet, Reporter
 from catalog.driver.resume import missing_jobs, read_run
 from catalog.model import Catalog, TestSpec
 
+# The driver abandons a silent stream itself (idle_timeout); its in-process proxy shares the event loop and would cut
+# the same stream at the same moment, so which of the two acted (a timeout or a cut-short answer) was a race. The
+# proxy's limit sits this much later, so the driver's own watchdog always decides and the proxy is only a backstop.
+PROXY_IDLE_GRACE_S = 1.0
+
 
 @dataclass
 class RecordSummary:
@@ -156,7 +161,7 @@ async def record(
             mode="record",
             run=run_metadata(run_id, cfg, catalog, tests, resumed_from),
             upstream_key=cfg.api_key,
-            idle_timeout=cfg.idle_timeout if cfg.stream else None,
+            idle_timeout=cfg.idle_timeout + PROXY_IDLE_GRACE_S if cfg.stream else None,
         )
         summary.cassette = proxy.cassette_path
         url = f"{proxy.url}/v1"

@@ -87,7 +87,8 @@ async def test_idle_timeout_abandons_a_stalled_stream(tmp_path: Path, mini: Cata
     assert summary.errors == 1 and "idle_timeout" in summary.failures[0]
     assert summary.cassette is not None
     exchanges = list(CassetteReader(summary.cassette))
-    assert [e.tags["attempt"] for e in exchanges] == ["1", "2"]  # the abandoned attempts are recorded too
+    # The abandoned attempts are recorded too, each when the proxy saw its client leave: in the order they ended.
+    assert sorted(e.tags["attempt"] for e in exchanges) == ["1", "2"]
     assert all(e.outcome != "complete" for e in exchanges)
 
 
