@@ -44,10 +44,15 @@ def canonical_query(query: str) -> list[tuple[str, str]]:
 
 def fingerprint(method: str, path: str, query: str, body: bytes) -> str:
     """The request's fingerprint: 'fp1:' and 32 hex digits (128 bits of sha256)."""
+    return fingerprint_of(method, path, query, body, canonical_body(body))
+
+
+def fingerprint_of(method: str, path: str, query: str, body: bytes, canon: Any) -> str:
+    """`fingerprint` given the body's `canonical_body` already: parsing the body and hashing its canonical text are
+    two steps of about equal cost, which the proxy's recording task runs with the event loop free in between."""
     digest = hashlib.sha256()
     qs = "&".join(f"{k}={v}" for k, v in canonical_query(query))
     digest.update(f"{method.upper()} {path.rstrip('/') or '/'}?{qs}\n".encode())
-    canon = canonical_body(body)
     text = None
     if canon is not None:
         try:

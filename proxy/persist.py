@@ -22,7 +22,7 @@ from typing import Protocol
 
 from bench.cassette import CassetteWriter
 from bench.cassette.writer import Packed, RecordUnwritten, WriterClosed
-from bench.fingerprint import fingerprint
+from bench.fingerprint import canonical_body, fingerprint_of
 from proxy.recorder import Exchange
 
 log = logging.getLogger("bench.proxy")
@@ -124,7 +124,9 @@ class Persister:
         yield
         yield from ex.identify_steps()
         if not ex.fp:
-            ex.fp = fingerprint(ex.method, ex.path, ex.query, ex.body)
+            canon = canonical_body(ex.body)
+            yield
+            ex.fp = fingerprint_of(ex.method, ex.path, ex.query, ex.body, canon)
             yield
         record = ex.to_record(end)
         yield

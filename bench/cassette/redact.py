@@ -17,7 +17,7 @@ import base64
 import functools
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
@@ -268,6 +268,20 @@ def _spans(data: bytes, forms: Sequence[bytes]) -> list[tuple[int, int]]:
     return merged
 
 
+def _holds_any(data: bytes, forms: Sequence[bytes]) -> bool:
+    """Whether any form occurs in `data` (the \\u-escaped forms only if a backslash-u is there at all)."""
+    escapes = None
+    for form in forms:
+        if form.startswith(b"\\u"):
+            if escapes is None:
+                escapes = b"\\u" in data
+            if not escapes:
+                continue
+        if form in data:
+            return True
+    return False
+
+
 def scrub_reads(reads: Sequence[bytes], forms: Sequence[bytes]) -> list[bytes] | None:
     """Secrets scrubbed from a sequence of reads as one byte stream, so that one split across reads is found; None if
     there was none. The marker takes the place of the secret in the read where it began, and later reads lose the
@@ -451,6 +465,14 @@ class Redactor:
 
     def redact_exchange(self, record: Exchange) -> Exchange:
         """Return the record with secrets removed; `redacted` lists what was removed (never the values)."""
+        for _ in self.redact_steps(record):
+            pass
+        return record
+
+    def redact_steps(self, record: Exchange) -> Iterator[None]:
+        """`redact_exchange` in steps, yielding between them (an event loop runs other work there): the secrets
+        replaced where they stand; the reads scrubbed (the longest step: every form searched through the body);
+        the rest of the record searched."""
         found: list[str] = []
         secrets = SecretSet(self.extra_values)
         request, response = record.request, record.response
@@ -461,27 +483,30 @@ class Redactor:
         response.headers = redact_headers(response.headers, self.headers, "response", found, secrets)
         forms = secrets.forms()
         if forms:
-            self._scrub(record, forms, found)
+            yield
+            # The reads are searched joined (a secret split across two reads is found) and, for a compressed body,
+            # decoded.
+            scrubbed = scrub_body_reads(response.headers, response.chunks, forms, found)
+            if scrubbed is not None:
+                response.chunks = scrubbed
+                fix_content_length(response.headers, sum(map(len, scrubbed)))
+            yield
+            self._scrub_rest(record, forms, found)
         if found:
             record.redacted = sorted(set(record.redacted) | set(found))
-        return record
 
-    def _scrub(self, record: Exchange, forms: list[bytes], found: list[str]) -> None:
-        # Searching packed bytes once is ~10x cheaper than walking every string of a record, and an upstream that
-        # echoes a key is rare: walk only when a secret is there. The reads are searched joined (a secret split
-        # across two reads is found) and, for a compressed body, decoded.
+    def _scrub_rest(self, record: Exchange, forms: list[bytes], found: list[str]) -> None:
+        # Searching packed bytes is ~10x cheaper than walking every string of a record, and an upstream that echoes a
+        # key is rare: walk only when a secret is there. The reads were searched above: the rest is packed without
+        # them (~1 us for a chat request; the searches cost several times that, packing less would save nothing).
         response = record.response
         chunks = response.chunks
-        scrubbed = scrub_body_reads(response.headers, chunks, forms, found)
-        if scrubbed is not None:
-            chunks = scrubbed
-            fix_content_length(response.headers, sum(map(len, chunks)))
-        response.chunks = []  # searched above: the rest is packed without them
+        response.chunks = []
         try:
             blob = encode(record)
         finally:
             response.chunks = chunks
-        if any(f in blob for f in forms):
+        if _holds_any(blob, forms):
             strs = [f.decode("utf-8", "replace") for f in forms]
             for name in record.__struct_fields__:
                 if name == "response":

@@ -169,10 +169,12 @@ class CassetteWriter:
         return packed
 
     def packing(self, record: Exchange) -> Iterator[Packed | None]:
-        """`pack_exchange` in two steps, redaction then packing, with a None yielded between them (an event loop can
-        run other work there); the last value is the packed record. The arrival times are packed apart, as a column,
-        by the writer thread (bench.cassette.columns): this side does less than packing them as integers."""
-        self.redactor.redact_exchange(record)
+        """`pack_exchange` in steps, redaction's (`Redactor.redact_steps`) then packing, with a None yielded between
+        them (an event loop can run other work there); the last value is the packed record. The record is packed
+        once, here; the writer's thread only frames it. The arrival times are packed apart, as a column, by the
+        writer thread (bench.cassette.columns): this side does less than packing them as integers."""
+        for _ in self.redactor.redact_steps(record):
+            yield None
         yield None
         packed, times = encode_exchange(record)
         yield packed, list(times)
