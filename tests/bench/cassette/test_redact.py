@@ -143,6 +143,33 @@ def test_a_large_body_is_searched_read_by_read_and_finds_what_the_joined_search_
         redact.JOIN_LIMIT = saved
 
 
+def test_a_large_body_is_scrubbed_in_steps_of_a_window_each_as_the_joined_search_scrubs_it() -> None:
+    # The recording task runs one window per loop step: a long answer must not be one long step, and the secrets
+    # found must be those of the body joined, a secret split across two windows included.
+    size = 700
+    first_window = -(-redact.JOIN_LIMIT // size) * size  # the first window ends at the first read end past it
+    key = KEY.encode()
+    data = b"x" * (first_window - 10) + key + (b"y" * 1000 + key) * 40
+    reads = [data[i : i + size] for i in range(0, len(data), size)]
+    assert b"".join(reads) == data
+    forms = SecretSet([KEY]).forms()
+    found: list[str] = []
+    steps = redact.scrub_body_steps([], reads, forms, found)
+    yields = 0
+    while True:
+        try:
+            next(steps)
+            yields += 1
+        except StopIteration as done:
+            out = done.value
+            break
+    assert yields >= len(data) // redact.JOIN_LIMIT - 1
+    whole = scrub_reads([data], forms)
+    assert out is not None and whole is not None and len(out) == len(reads)
+    assert b"".join(out) == whole[0]
+    assert KEY.encode() not in b"".join(out) and found == ["scrubbed:response.chunks"]
+
+
 # -- headers -----------------------------------------------------------------------------------------------------
 
 
