@@ -16,7 +16,6 @@ import argparse
 import logging
 import os
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
@@ -31,16 +30,10 @@ from bench import storage  # noqa: E402
 from catalog.model import load_catalog  # noqa: E402
 from scorer import distributed as dist  # noqa: E402
 from scorer.pipeline import Options, plan_units, rescore  # noqa: E402
+from tests.support.s3 import start_moto  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
 EXCHANGES_EACH = 180
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def main() -> None:
@@ -52,7 +45,6 @@ def main() -> None:
     import dask
     import distributed
     import fsspec.config
-    from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
     catalog = load_catalog(None)
@@ -63,11 +55,9 @@ def main() -> None:
         shutil.copy(SHIPPED, folder / f"c{i:03d}.cassette")
     exchanges = EXCHANGES_EACH * args.copies
 
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    server, endpoint = start_moto()
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
-    fsspec.config.conf["s3"] = {"endpoint_url": f"http://127.0.0.1:{port}"}
+    fsspec.config.conf["s3"] = {"endpoint_url": endpoint}
     fs = fsspec.filesystem("s3")
     fs.mkdir("bench-scale")
     spool = tmp / "spool"

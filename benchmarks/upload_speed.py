@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -20,13 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import storage  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+from tests.support.s3 import start_moto  # noqa: E402
 
 
 def main() -> None:
@@ -36,15 +29,12 @@ def main() -> None:
     args = ap.parse_args()
 
     import fsspec.config
-    from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    server, endpoint = start_moto()
     try:
         os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
-        fsspec.config.conf["s3"] = {"endpoint_url": f"http://127.0.0.1:{port}"}
+        fsspec.config.conf["s3"] = {"endpoint_url": endpoint}
         fsspec.filesystem("s3").mkdir("bench-upload")
         best = float("inf")
         with tempfile.TemporaryDirectory(prefix="bench-upload-") as tmp:

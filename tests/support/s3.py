@@ -12,22 +12,24 @@ import pytest
 BUCKET = "bench-runs"
 
 
-def _free_port() -> int:
+def start_moto() -> tuple[Any, str]:
+    """moto's S3 server started on a free port of 127.0.0.1, and its endpoint URL; the caller stops it. The tests'
+    fixture and the object-storage benchmarks share it."""
+    from moto.server import ThreadedMotoServer
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
-        return port
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    return server, f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    server, endpoint = start_moto()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield endpoint
     finally:
         server.stop()
 
