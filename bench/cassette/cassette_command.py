@@ -11,8 +11,9 @@ import base64
 import datetime as dt
 import sys
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 from urllib.parse import parse_qsl
 
 import msgspec
@@ -117,11 +118,19 @@ def cmd_ls(args: argparse.Namespace) -> int:
         where = ", ".join(str(p) for p in args.paths)
         print(f"no cassettes in {where}", file=sys.stderr)
         return 0
+    return _each(files, _ls_line, CassetteError)
+
+
+P = TypeVar("P")
+
+
+def _each(files: Sequence[P], line: Callable[[P], str], error: type[BenchError]) -> int:
+    """One line per file; a file that fails gets its one-line error and the others go on. Exit status 1 if any did."""
     failed = 0
     for path in files:
         try:
-            print(_ls_line(path))
-        except CassetteError as exc:
+            print(line(path))
+        except error as exc:
             print(f"bench: error: {exc}", file=sys.stderr)
             failed += 1
     return 1 if failed else 0
@@ -175,14 +184,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     files = find_cassettes(args.paths)
     if not files:
         raise BenchError(f"no cassettes in {', '.join(str(p) for p in args.paths)}")
-    failed = 0
-    for path in files:
-        try:
-            print(upgrade_file(path))
-        except BenchError as exc:
-            print(f"bench: error: {exc}", file=sys.stderr)
-            failed += 1
-    return 1 if failed else 0
+    return _each(files, upgrade_file, BenchError)
 
 
 # -- show -----------------------------------------------------------------------------------------------------------
