@@ -22,6 +22,7 @@ from proxy.error_responses import JSON_TYPE, error_body
 from proxy.identity import identity_headers
 from proxy.recorder import Exchange
 from proxy.recordings import Recorded
+from proxy.spill import spill_limit, spill_safely
 from proxy.state import ProxyState
 
 HOP_BY_HOP = frozenset(
@@ -232,12 +233,19 @@ async def _pump(
     watchdog: IdleWatchdog | None,
     state: ProxyState,
 ) -> bool:
-    """Forward the body read by read; True if it was read to its end and the client got all of it."""
+    """Forward the body read by read; True if it was read to its end and the client got all of it. A body past the
+    sink's spill size is written to the cassette in parts as it comes (proxy.spill), between two reads."""
     content = upstream.content
     chunks = ex.chunks
     times = ex.times
+    sink = state.sink
+    limit = spill_limit(ex, sink)
+    held = 0
     while True:
         try:
+            if held >= limit:
+                assert sink is not None
+                held = await spill_safely(ex, sink)
             chunk = await content.readany()
         except asyncio.CancelledError:
             if watchdog is not None and watchdog.absorb():
@@ -261,6 +269,7 @@ async def _pump(
         t = monotonic_ns()
         chunks.append(chunk)
         times.append(t)
+        held += len(chunk)
         try:
             await response.write(chunk)
         except ConnectionError:

@@ -70,8 +70,11 @@ def reads_identity(reads: Sequence[bytes], content_type: str) -> tuple[str | Non
         return body_identity(b"".join(reads), content_type)
     if "json" not in content_type:
         return None, None
-    head = _edge(reads, EDGE_BYTES)
-    tail = _edge(reads[::-1], EDGE_BYTES, tail=True)
+    return edges_identity(edge(reads, EDGE_BYTES), edge(reads[::-1], EDGE_BYTES, tail=True))
+
+
+def edges_identity(head: bytes, tail: bytes) -> tuple[str | None, str | None]:
+    """(model, system_fingerprint) of a large JSON body from its first and last EDGE_BYTES."""
     model = _EDGE_MODEL.search(head)
     fp = _EDGE_FP.search(tail) or _EDGE_FP.search(head)
     return _json_str(model), _json_str(fp)
@@ -87,7 +90,7 @@ def _json_str(match: re.Match[bytes] | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _edge(reads: Sequence[bytes], n: int, tail: bool = False) -> bytes:
+def edge(reads: Sequence[bytes], n: int, tail: bool = False) -> bytes:
     """The first (or, with `tail`, the last: `reads` given reversed) n bytes of the reads, joined."""
     parts: list[bytes] = []
     have = 0

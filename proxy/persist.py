@@ -91,6 +91,11 @@ class Persister:
                             await asyncio.sleep(0)
                             start = monotonic_ns()
                     waiting.append(done)
+                except WriterClosed as exc:  # its parts could not all be written: the record would be wrong
+                    del packed[len(waiting) :]
+                    self._lost(str(exc))
+                    if done is not None and not done.done():
+                        done.set_result(None)
                 except Exception:  # a bug on odd bytes must cost one record, not every later one
                     log.exception("bench proxy: could not build the record of exchange x%d", ex.seq)
                     del packed[len(waiting) :]
@@ -130,7 +135,11 @@ class Persister:
             yield
         record = ex.to_record(end)
         yield
-        for data in self.writer.packing(record):
+        sp = ex.spill
+        if sp is not None and sp.failed:
+            raise WriterClosed("the cassette failed while the body was written in parts")
+        spilled = (0, False) if sp is None else (sp.bytes, sp.scrubber.scrubbed)
+        for data in self.writer.packing(record, *spilled):
             if data is None:
                 yield
             else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from time import monotonic_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -18,14 +18,17 @@ from bench.cassette import records
 from bench.cassette.format import COMPLETE, TRUNCATED, UPSTREAM_ERROR
 from bench.decoding import decoded_record_reads
 from bench.sse import SSEParser
-from proxy.identity import payload_identity, reads_identity
+
+if TYPE_CHECKING:
+    from proxy.spill import Spill
+from proxy.identity import EDGE_BYTES, edge, edges_identity, payload_identity, reads_identity
 
 # A stream that has not produced a token after this many events is not worth parsing further (CPU bound).
 MAX_WATCHED_EVENTS = 256
 
 # A chat stream's non-null finish_reason, or a Responses API stream's terminal event: that API sends no [DONE], and
 # its last event carries the whole response, so its type can be far more than a few hundred bytes from the end.
-_FINISH_RE = re.compile(rb'"finish_reason"\s*:\s*"|"type"\s*:\s*"response\.(?:completed|incomplete|failed)"')
+FINISH_RE = re.compile(rb'"finish_reason"\s*:\s*"|"type"\s*:\s*"response\.(?:completed|incomplete|failed)"')
 _STREAM_DONE_MARKERS = (b"data: [DONE]", b"data:[DONE]", b"response.completed")
 
 
@@ -83,14 +86,15 @@ class TokenWatch:
         return self.events >= MAX_WATCHED_EVENTS
 
 
-def stream_finished(chunks: list[bytes]) -> bool:
+def stream_finished(chunks: list[bytes], seen: bool = False) -> bool:
     """Whether a stream ended properly: `data: [DONE]` at its end, a non-null finish_reason somewhere, or a
-    Responses API terminal event (`response.completed`, `.incomplete`, `.failed`)."""
+    Responses API terminal event (`response.completed`, `.incomplete`, `.failed`). `seen`: one was found in reads
+    already written in parts."""
     tail = b"".join(chunks[-4:])[-512:]
-    if any(marker in tail for marker in _STREAM_DONE_MARKERS):
+    if seen or any(marker in tail for marker in _STREAM_DONE_MARKERS):
         return True
     # Only reached for streams without [DONE] (rare): a full scan is affordable there.
-    return _FINISH_RE.search(b"".join(chunks)) is not None
+    return FINISH_RE.search(b"".join(chunks)) is not None
 
 
 def _us(ns: int | None, t0: int) -> int | None:
@@ -123,6 +127,7 @@ class Exchange:
         "sent_upstream",
         "seq",
         "server",
+        "spill",
         "started_us",
         "status",
         "streamed",
@@ -180,6 +185,7 @@ class Exchange:
         self.replay_of: records.ReplayOf | None = None
         self.persisted = False  # its record is in the file already (ProxyState.persist)
         self.loop_lag_ns: int | None = None  # the proxy's longest event-loop stall while it was in flight
+        self.spill: Spill | None = None  # reads already written as part records (proxy.spill)
 
     def answered_by_proxy(self, status: int, headers: list[list[str]], body: bytes, outcome: str, why: str) -> None:
         """The proxy answered this request itself (a 502/504 for a failed upstream, a replay miss's 404): that
@@ -207,8 +213,9 @@ class Exchange:
 
     def settle_stream(self) -> None:
         """Call once at the end: a streamed response with no end marker is `truncated`."""
-        ended = self.streamed and self.outcome in (COMPLETE, UPSTREAM_ERROR) and bool(self.chunks)
-        if ended and not stream_finished(self.decoded_reads()):
+        sp = self.spill
+        ended = self.streamed and self.outcome in (COMPLETE, UPSTREAM_ERROR) and bool(self.chunks or sp)
+        if ended and not stream_finished(self.decoded_reads(), sp is not None and sp.finish_seen):
             self.outcome = TRUNCATED
             self.error = self.error or "the stream ended without data: [DONE] and without a finish_reason"
 
@@ -224,15 +231,25 @@ class Exchange:
 
     def identify_steps(self) -> Iterator[None]:
         """`identify` one read at a time: yields after each, so that a caller can let other work run in between."""
-        if self.replay_of is not None or not self.chunks:
+        sp = self.spill
+        if self.replay_of is not None or not (self.chunks or sp):
             return  # a replay copies these from the recording
+        if sp is not None and not self.streamed:
+            content_type = next((v for k, v in self.resp_headers if k.lower() == "content-type"), "")
+            if "json" in content_type:  # a spilled body is past MAX_JSON_IDENTITY: read from its edges
+                tail = edge(self.chunks[::-1], EDGE_BYTES, tail=True)
+                self.model, self.system_fingerprint = edges_identity(sp.head, tail)
+            return
         if not self.streamed:
             content_type = next((v for k, v in self.resp_headers if k.lower() == "content-type"), "")
             # Never a copy of a large body: past MAX_JSON_IDENTITY only its first and last bytes are looked at.
             self.model, self.system_fingerprint = reads_identity(self.decoded_reads(), content_type)
             return
         reads = self.decoded_reads()
-        watch = TokenWatch()
+        watch = TokenWatch() if sp is None or sp.watch is None else sp.watch
+        if sp is not None and sp.watch_done:
+            reads = []  # the watch ended on reads written in parts
+            self.first_token = sp.first_token
         # A compressed stream's first token is at the read whose decoded piece completes the first token event.
         for chunk, t in zip(reads, self.times, strict=False):
             if watch.feed(chunk):
@@ -247,8 +264,9 @@ class Exchange:
         t0 = self.t0
         end = monotonic_ns() if end_ns is None else end_ns
         # Deltas of whole microseconds since t0, so that their running sum equals the timing fields exactly.
+        sp = self.spill
         deltas: list[int] = []
-        prev = 0
+        prev = 0 if sp is None else sp.prev_us  # the parts' deltas came first
         for t in self.times:
             us = (t - t0) // 1000
             deltas.append(us - prev)
@@ -271,13 +289,14 @@ class Exchange:
                 chunks=self.chunks,
                 chunk_us=deltas,
                 streamed=self.streamed,
-                raw_bytes=sum(map(len, self.chunks)),
+                raw_bytes=sum(map(len, self.chunks)) + (0 if sp is None else sp.raw),
                 cut=self.cut,
+                parts=[] if sp is None else list(sp.seqs),
             ),
             timing=records.Timing(
                 sent_upstream=_us(self.sent_upstream, t0),
                 headers=_us(self.headers_at, t0),
-                first_byte=_us(self.times[0], t0) if self.times else None,
+                first_byte=_us(sp.first_ns if sp is not None else self.times[0], t0) if self.times or sp else None,
                 first_token=_us(self.first_token, t0),
                 end=(end - t0) // 1000,
                 proxy_us=self.own_ns // 1000,

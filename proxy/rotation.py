@@ -119,7 +119,7 @@ class Rotator:
         state = self.proxy.state
         old_sink = state.sink
         assert old_sink is not None
-        old_writer, old_records = old_sink.writer, old_sink.records
+        old_writer = old_sink.writer
         self.rotations += 1
         path = self._folder / f"{self._stem}-{self.rotations:05d}{SUFFIX}"
         # Same settings, run and redaction as the first cassette: read back from its header, in a thread, with the
@@ -130,7 +130,7 @@ class Rotator:
         state.sink = sink
         self.proxy.cassette_path = path
         self._opened = monotonic()
-        task = asyncio.get_running_loop().create_task(self._close(old_writer, old_records.task))
+        task = asyncio.get_running_loop().create_task(self._close(old_writer, old_sink))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
         return path
@@ -145,10 +145,10 @@ class Rotator:
             on_failure=partial(writer_failed, path),
         )
 
-    async def _close(self, writer: CassetteWriter, building: asyncio.Task[None] | None) -> None:
-        if building is not None:
-            # The old Persister's last records go to the old cassette before it is closed.
-            await asyncio.gather(building, return_exceptions=True)
+    async def _close(self, writer: CassetteWriter, sink: Sink) -> None:
+        # The old Persister's last records go to the old cassette before it is closed, and so do those of exchanges
+        # that wrote parts of their body there (they end there, however long they still run).
+        await sink.drained()
         stats = self.proxy.stats
         try:
             await _in_background(writer, errors=stats.errors, client_disconnects=stats.client_disconnects)

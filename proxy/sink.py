@@ -12,6 +12,7 @@ from bench.cassette import CassetteWriter
 from proxy.lag import LoopLag
 from proxy.persist import Counts, Persister
 from proxy.recorder import Exchange
+from proxy.spill import SPILL_BYTES
 
 log = logging.getLogger("bench.proxy")
 
@@ -23,6 +24,29 @@ class Sink:
         self.writer = writer
         self.records = Persister(writer, stats)
         self.loop_lag: LoopLag | None = None  # set once the proxy's loop is timed (None where it cannot be)
+        self.spill_bytes = SPILL_BYTES  # an exchange holding more body than this writes it in parts (proxy.spill)
+        # Exchanges with parts in this cassette that have not ended: their records must go here too, so a rotation
+        # closes this cassette only once they have.
+        self._open: set[Exchange] = set()
+        self._none_open = asyncio.Event()
+        self._none_open.set()
+
+    def opened(self, ex: Exchange) -> None:
+        """`ex` wrote its first part here."""
+        self._open.add(ex)
+        self._none_open.clear()
+
+    def _ended(self, ex: Exchange) -> None:
+        if ex.spill is not None:
+            self._open.discard(ex)
+            if not self._open:
+                self._none_open.set()
+
+    async def drained(self) -> None:
+        """Every exchange with parts here has ended and every record is built: the cassette can be closed."""
+        await self._none_open.wait()
+        while (task := self.records.task) is not None:
+            await asyncio.gather(task, return_exceptions=True)
 
     @property
     def pending(self) -> list[asyncio.Task[None]]:
@@ -38,6 +62,7 @@ class Sink:
         end = monotonic_ns()
         ex.persisted = True
         self._note_lag(ex)
+        self._ended(ex)
         await self.records.durable(ex, end)
 
     def later(self, ex: Exchange) -> None:
@@ -46,6 +71,7 @@ class Sink:
             return
         end = monotonic_ns()
         self._note_lag(ex)
+        self._ended(ex)
         self.records.later(ex, end)
 
     def _note_lag(self, ex: Exchange) -> None:

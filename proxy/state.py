@@ -75,8 +75,9 @@ class ProxyState:
     async def persist(self, ex: Exchange) -> None:
         """The exchange's record in the file before its response ends (see `Sink.durable`); nothing to do when
         nothing is recorded."""
-        if self.sink is not None:
-            await self.sink.durable(ex)
+        sink = self.sink if ex.spill is None else ex.spill.sink  # its parts' cassette, even after a rotation
+        if sink is not None:
+            await sink.durable(ex)
 
     def finish(self, ex: Exchange) -> None:
         """Queue a finished exchange for the writer unless `persist` wrote it; the handler never waits for that."""
@@ -85,5 +86,6 @@ class ProxyState:
             self.idle.set()
         if ex.outcome == CLIENT_DISCONNECTED:
             self.stats.client_disconnects += 1
-        if self.sink is not None:
-            self.sink.later(ex)
+        sink = self.sink if ex.spill is None else ex.spill.sink
+        if sink is not None:
+            sink.later(ex)

@@ -4,13 +4,18 @@ While recording, the writer compresses at a fast level and ends a zstd block aft
 Once the end record is written neither is needed: the same framed records, recompressed in frames of SEGMENT_BYTES
 without block flushes at a higher level, take 10-25% less space. The new file is written beside the old one, every
 frame is decompressed and compared with the original bytes, and only then does it replace the old file (rename:
-a crash at any point leaves one whole cassette). Levels are chosen by size so that this takes a few seconds at most
-on a busy 2-core machine (benchmarks/cassette_size.py measures them: ~1.6 s of CPU for a 3.2 MB recording).
+a crash at any point leaves one whole cassette).
+
+Closing time is bounded: the level is chosen by the file's size (CLOSE_LEVELS), a file past the last size is kept as
+written, and so is every written frame that compressed less than MIN_RATIO (random or already-compressed bytes,
+which a higher level does not shrink: it only spends seconds on them). The file is recompressed frame by frame, so
+it holds one written frame's records in memory, not the whole file's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -22,9 +27,14 @@ from bench.cassette.format import SEGMENT_BYTES
 from bench.cassette.framing import record_ends
 from bench.cassette.records import Header, encode
 
-# (raw bytes up to, zstd level), measured on a busy 2-core machine (benchmarks/cassette_size.py): level 19 takes
-# ~1.6 s of CPU for the 3.2 MB shipped recording (28.3x) where 15 gives 27.4x; 15 runs ~15 MB/s, 9 ~60 MB/s.
-CLOSE_LEVELS = ((8 << 20, 19), (32 << 20, 15), (128 << 20, 9))
+# (raw bytes up to, zstd level), measured on a 2-core machine (benchmarks/cassette_size.py, benchmarks/close_time.py):
+# level 19 takes ~1.6 s of CPU for the 3.2 MB shipped recording (28.3x, 15 would give 27.4x). On text, CPU per MB:
+# level 12 ~22 MB/s, 15 only ~1.5 MB/s (a 50 MB answer: 30 s and more); past 32 MiB a higher level gains ~7% over
+# the written level 3 (level 9) for seconds of CPU per 50 MB: such files are kept as written.
+CLOSE_LEVELS = ((8 << 20, 19), (32 << 20, 12))
+# A written frame smaller than this many times its records is kept as it is: level 3 already did what any level can
+# (random hex: 1.92x at level 3, 1.84x at 9, at a tenth of the speed).
+MIN_RATIO = 3.0
 ARCHIVE_LEVEL = 19
 BLOCK_BYTES = 64 << 10
 
@@ -42,39 +52,43 @@ def compact(path: Path, raw_bytes: int, level: int | None = None) -> bool:
     level = level if level is not None else level_for(raw_bytes)
     if level is None:
         return False
-    try:
-        head, raw = _split(path)
-        replace_atomically(path, [head, *segment_frames(raw, level)])
-    except (OSError, NotClean):
-        return False
-    return True
-
-
-def _split(path: Path) -> tuple[bytes, bytearray]:
-    """The header frame's bytes as written, and the framed records of the rest, decompressed."""
     buf = frames.open_bytes(path)
     try:
-        dobj = zstandard.ZstdDecompressor().decompressobj()
-        dobj.decompress(buf[: frames.PIECE])
-        if not dobj.eof:
-            raise NotClean("header frame")
-        head_end = min(len(buf), frames.PIECE) - len(dobj.unused_data)
-        head = bytes(buf[:head_end])
-        raw = bytearray()
-        ended = False
-        for event in frames.walk(buf):
-            if isinstance(event, frames.Data) and event.frame > 0:
-                raw += event.data
-            elif isinstance(event, frames.FrameEnd):
-                ended = True
-            elif isinstance(event, frames.Cut | frames.Skipped):
-                raise NotClean(type(event).__name__)
-        if not ended:
-            raise NotClean("no frame")
-        return head, raw
+        replace_atomically(path, _recompressed(buf, level))
+    except (OSError, NotClean):
+        return False
     finally:
         if not isinstance(buf, bytes):
             buf.close()
+    return True
+
+
+def _recompressed(buf: mmap.mmap | bytes, level: int) -> Iterator[bytes]:
+    """The header frame's bytes as written, then each written frame recompressed (or as written, see MIN_RATIO)."""
+    dobj = zstandard.ZstdDecompressor().decompressobj()
+    dobj.decompress(buf[: frames.PIECE])
+    if not dobj.eof:
+        raise NotClean("header frame")
+    head_end = min(len(buf), frames.PIECE) - len(dobj.unused_data)
+    yield bytes(buf[:head_end])
+    raw = bytearray()
+    start = head_end
+    ended = False
+    for event in frames.walk(buf):
+        if isinstance(event, frames.Data) and event.frame > 0:
+            raw += event.data
+        elif isinstance(event, frames.FrameEnd) and event.frame > 0:
+            if len(raw) < MIN_RATIO * (event.end - start):
+                yield bytes(buf[start : event.end])
+            else:
+                yield from segment_frames(raw, level)
+            raw = bytearray()
+            start = event.end
+            ended = True
+        elif isinstance(event, frames.Cut | frames.Skipped):
+            raise NotClean(type(event).__name__)
+    if not ended or start != len(buf):
+        raise NotClean("no frame, or bytes after the last")
 
 
 def header_frame(header: Header, level: int) -> bytes:

@@ -10,6 +10,8 @@ SUFFIX = ".cassette"
 HEADER = "header"
 EXCHANGE = "exchange"
 END = "end"
+# A piece of a large response body written while the exchange was still running; its exchange record refers to it.
+PART = "part"
 
 # Outcomes of an exchange.
 COMPLETE = "complete"

@@ -21,16 +21,39 @@ import msgpack
 import msgspec
 
 from bench.cassette import columns, frames
-from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, SUFFIX, ZSTD_MAGIC
+from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, PART, SUFFIX, ZSTD_MAGIC
 from bench.cassette.framing import Unframer
 from bench.cassette.migrate import upgrade
-from bench.cassette.records import DamagedRecord, End, Exchange, Header, from_map
+from bench.cassette.records import DamagedRecord, End, Exchange, Header, Part, from_map
 from bench.errors import CassetteError
 from bench.storage import is_url
 
 NO_END = "no end record (the recorder was killed or is still writing)"
-# Every record after the header is an exchange or the end record, told apart by their `kind`.
-_DECODER = msgspec.msgpack.Decoder(Exchange | End)
+# Every record after the header is an exchange, a part of one, or the end record, told apart by their `kind`.
+_DECODER = msgspec.msgpack.Decoder(Exchange | End | Part)
+
+
+class PartsMissing(ValueError):
+    """An exchange whose body was written in parts, not all of which were read whole."""
+
+
+def attach_parts(record: Exchange, parts: list[Part | None]) -> None:
+    """Put the reads of an exchange's part records (in its `response.parts` order) in front of its own, with their
+    times: the exchange as the proxy saw it, byte for byte. PartsMissing if one is missing or not the one named."""
+    response = record.response
+    if any(p is None or p.n != i or p.started != record.started for i, p in enumerate(parts)):
+        raise PartsMissing(f"exchange {record.id}: part record(s) of its body lost")
+    chunks: list[bytes] = []
+    times: list[int] = []
+    for part in parts:
+        assert part is not None
+        chunks += part.chunks
+        times += part.chunk_us
+    response.chunks = chunks + response.chunks
+    response.chunk_us = times + response.chunk_us
+    response.parts = []
+    if len(response.chunks) != len(response.chunk_us):
+        raise PartsMissing(f"exchange {record.id}: its parts' reads and times do not match")
 
 
 class CassetteReader:
@@ -51,6 +74,8 @@ class CassetteReader:
         self._bad_records = 0
         self._bad_why: str | None = None  # what was wrong with the first malformed record, in one line
         self._bad_bytes = 0
+        self._parts: dict[int, Part] = {}  # part records read, by seq, until their exchange claims them
+        self._partless = 0  # exchanges dropped: a part of their body was lost
         try:
             self._buf = frames.open_bytes(self.path)
         except OSError as exc:
@@ -215,7 +240,7 @@ class CassetteReader:
                 self._malformed(str(exc))
                 return
             kind = obj.get("kind") if isinstance(obj, dict) else None
-            if isinstance(kind, str) and kind not in (EXCHANGE, END):
+            if isinstance(kind, str) and kind not in (EXCHANGE, END, PART):
                 self._unknown[kind] += 1  # written by a newer bench: not damage, but said
             else:
                 self._malformed(str(exc))
@@ -223,8 +248,19 @@ class CassetteReader:
         if isinstance(record, End):
             self.end = record
             return
+        if isinstance(record, Part):
+            if times is not None:
+                record.chunk_us = times
+            self._parts[seq] = record
+            return
         if times is not None:
             record.response.chunk_us = times
+        if record.response.parts:
+            try:
+                attach_parts(record, [self._parts.pop(s, None) for s in record.response.parts])
+            except PartsMissing:
+                self._partless += 1
+                return
         yield record
 
     def _from_map(self, packed: bytes, times: list[int] | None) -> Iterator[Exchange]:
@@ -276,10 +312,21 @@ class CassetteReader:
             parts.append(f"{self._bad_records} malformed record(s) skipped (first: {self._bad_why})")
         if self._bad_bytes and not self._damage:
             parts.append(f"{self._bad_bytes} damaged byte(s) skipped")
+        if self._partless:
+            parts.append(f"{self._partless} exchange(s) dropped: part record(s) of their body lost to damage")
         if self._unknown:
             kinds = ", ".join(sorted(self._unknown))
             parts.append(f"{sum(self._unknown.values())} record(s) of a kind this bench does not know ({kinds})")
-        self.damaged = bool(self._damage or self.lost or self._bad_records or self._bad_bytes)
+        self.damaged = bool(self._damage or self.lost or self._bad_records or self._bad_bytes or self._partless)
+        if self._parts:
+            # An exchange killed mid-answer (or still running) had written part of its body: it is in-flight loss.
+            open_ = len({p.started for p in self._parts.values()})
+            size = sum(len(c) for p in self._parts.values() for c in p.chunks)
+            parts.append(
+                f"{len(self._parts)} part record(s) ({size} body bytes) of {open_} exchange(s) that never ended "
+                "(in flight when the recording stopped) skipped"
+            )
+            self._parts = {}
         if self.end is None:
             parts.append(NO_END if not self.damaged else "no end record: records after the last one read may be lost")
         self.truncated = self.damaged or self.end is None
@@ -314,6 +361,18 @@ def exchange_of_payload(payload: bytes, version: int) -> Exchange | None:
         return None
     if times is not None:
         record.response.chunk_us = times
+    return record
+
+
+def part_of_payload(payload: bytes) -> Part | None:
+    """A record's payload as the part record it holds; None for another kind. Raises one of PAYLOAD_ERRORS when it
+    is not a well-formed record."""
+    packed, times = columns.split(payload)
+    record = _DECODER.decode(packed)
+    if not isinstance(record, Part):
+        return None
+    if times is not None:
+        record.chunk_us = times
     return record
 
 

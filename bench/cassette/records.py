@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER
+from bench.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, PART
 
 _P = TypeVar("_P", bound=msgspec.Struct)
 
@@ -117,6 +117,9 @@ class Response(msgspec.Struct, omit_defaults=True, gc=False):
     streamed: bool = False
     raw_bytes: int = 0
     cut: bool = False
+    # On disk only: the sequence numbers of the part records holding this body's first reads, in order. Readers put
+    # those reads (and their times) in front of `chunks` and leave this empty, so a record read can be written again.
+    parts: list[int] = msgspec.field(default_factory=list)
 
 
 class Timing(msgspec.Struct, omit_defaults=True, gc=False):
@@ -161,6 +164,17 @@ class Exchange(msgspec.Struct, tag_field="kind", tag=EXCHANGE, omit_defaults=Tru
     redacted: list[str] = msgspec.field(default_factory=list)
 
 
+class Part(msgspec.Struct, tag_field="kind", tag=PART, omit_defaults=True, gc=False):
+    """Reads of a large response body written while its exchange was still running (the proxy's spill): the
+    exchange record that ends it lists the parts' sequence numbers in `response.parts`."""
+
+    started: int = 0  # the exchange's `started`: names an exchange that never ended
+    n: int = 0  # its place among the parts of its exchange, from 0
+    chunks: list[bytes] = msgspec.field(default_factory=list)
+    # Continues the exchange's delta chain (the first from t0 only in part 0); stored as the payload's time column.
+    chunk_us: list[int] = msgspec.field(default_factory=list)
+
+
 class DamagedRecord(ValueError):
     """A map that is not a valid record of its kind (fields of other types)."""
 
@@ -183,6 +197,16 @@ def encode_exchange(record: Exchange) -> tuple[bytes, list[int]]:
         return _ENCODER.encode(record), times
     finally:
         response.chunk_us = times  # the caller's record is left as it was
+
+
+def encode_part(part: Part) -> tuple[bytes, list[int]]:
+    """A part packed without its arrival times, and the times (the column, as for an exchange)."""
+    times = part.chunk_us
+    part.chunk_us = []
+    try:
+        return _ENCODER.encode(part), times
+    finally:
+        part.chunk_us = times
 
 
 def from_map(kind: type[_P], value: Any) -> _P:

@@ -374,6 +374,37 @@ def read_spans_steps(reads: Sequence[bytes], forms: Sequence[bytes]) -> Generato
     return merged
 
 
+class BodyScrubber:
+    """Scrubs a body's reads before they are written in parts, a secret split across parts included: the reads held
+    are searched as one stream, and only reads whose every byte is followed by at least one form's length less one
+    byte go out, so that a secret beginning in them is seen whole (the reads held keep what follows a secret cut in
+    two: `_cut` removes the rest of it there too). Uncompressed bodies only (a compressed one is searched decoded,
+    which a part cannot be on its own)."""
+
+    __slots__ = ("forms", "keep", "scrubbed")
+
+    def __init__(self, forms: Sequence[bytes]) -> None:
+        self.forms = list(forms)
+        self.keep = max(map(len, self.forms)) - 1 if self.forms else 0
+        self.scrubbed = False  # a secret was found (and scrubbed) in what it was given
+
+    def split_steps(
+        self, reads: Sequence[bytes], hold: int = 0
+    ) -> Generator[None, None, tuple[list[bytes], list[bytes]]]:
+        """(reads that may be written now, reads to hold), all scrubbed, in a window per step; the held reads are
+        at least `hold` bytes (and at least a form's length less one) unless there are fewer."""
+        spans = yield from read_spans_steps(reads, self.forms)
+        cut = _cut(reads, spans)
+        out = list(reads) if cut is None else cut
+        self.scrubbed = self.scrubbed or cut is not None
+        need = max(hold, self.keep)
+        j, after = len(out), 0
+        while j > 0 and after < need:
+            j -= 1
+            after += len(out[j])
+        return out[:j], out[j:]
+
+
 def scrub_text(value: Any, forms: Sequence[bytes], strs: Sequence[str], found: list[str], path: str) -> Any:
     """Every occurrence of a secret removed from strings and bytes anywhere in a nested value (structs and dicts
     changed in place)."""
@@ -506,11 +537,32 @@ class Redactor:
             pass
         return record
 
-    def redact_steps(self, record: Exchange) -> Iterator[None]:
+    def body_scrubber(
+        self,
+        request_headers: Sequence[Sequence[str]],
+        query: str,
+        body: bytes,
+        response_headers: Sequence[Sequence[str]],
+    ) -> BodyScrubber:
+        """What scrubs a response body written in parts while its exchange runs: the secrets are the ones
+        `redact_steps` will find in the record (the request and response heads are known before the body)."""
+        found: list[str] = []
+        secrets = SecretSet(self.extra_values)
+        redact_headers(request_headers, self.headers, "request", found, secrets)
+        redact_query(query, self.query_params, found, secrets)
+        if body:
+            redact_json_fields(body, self.string_fields, self.json_fields, found, secrets)
+        redact_headers(response_headers, self.headers, "response", found, secrets)
+        return BodyScrubber(secrets.forms())
+
+    def redact_steps(self, record: Exchange, spilled_bytes: int = 0, spill_scrubbed: bool = False) -> Iterator[None]:
         """`redact_exchange` in steps, yielding between them (an event loop runs other work there): the secrets
         replaced where they stand; the reads scrubbed (the longest step: every form searched through the body);
-        the rest of the record searched."""
+        the rest of the record searched. `spilled_bytes` of the body were written in parts before (scrubbed by a
+        `BodyScrubber`, which found a secret if `spill_scrubbed`): Content-Length counts them too."""
         found: list[str] = []
+        if spill_scrubbed:
+            found.append("scrubbed:response.chunks")
         secrets = SecretSet(self.extra_values)
         request, response = record.request, record.response
         request.headers = redact_headers(request.headers, self.headers, "request", found, secrets)
@@ -526,7 +578,8 @@ class Redactor:
             scrubbed = yield from scrub_body_steps(response.headers, response.chunks, forms, found)
             if scrubbed is not None:
                 response.chunks = scrubbed
-                fix_content_length(response.headers, sum(map(len, scrubbed)))
+            if scrubbed is not None or spill_scrubbed:
+                fix_content_length(response.headers, spilled_bytes + sum(map(len, response.chunks)))
             yield
             self._scrub_rest(record, forms, found)
         if found:

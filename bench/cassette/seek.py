@@ -22,6 +22,7 @@ nothing is written into or beside the cassette.
 
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import threading
@@ -35,8 +36,15 @@ import msgspec
 
 from bench.cassette import columns, frames
 from bench.cassette.framing import Unframer
-from bench.cassette.reader import PAYLOAD_ERRORS, CassetteReader, exchange_of_payload
-from bench.cassette.records import Exchange
+from bench.cassette.reader import (
+    PAYLOAD_ERRORS,
+    CassetteReader,
+    PartsMissing,
+    attach_parts,
+    exchange_of_payload,
+    part_of_payload,
+)
+from bench.cassette.records import Exchange, Part
 from bench.errors import CassetteError
 from bench.storage import Location, explain, filesystem, is_url
 
@@ -147,7 +155,28 @@ class SeekIndex:
         found: dict[str, Exchange] = {}
         for k, seqs in by_frame.items():
             found.update(self._read_frame(self.frames[k], seqs))
+        for record in found.values():
+            if record.response.parts:
+                self._attach(record)
         return found
+
+    def _attach(self, record: Exchange) -> None:
+        """Read the part records of an exchange whose body was written in parts (they come before it: their frames
+        are indexed) and put its body back together; _Stale if one is not where the index says."""
+        starts = [f.first_seq for f in self.frames]
+        by_frame: dict[int, set[int]] = defaultdict(set)
+        for seq in record.response.parts:
+            k = bisect.bisect_right(starts, seq) - 1
+            if k < 0:
+                raise _Stale
+            by_frame[k].add(seq)
+        parts = {}
+        for k, seqs in by_frame.items():
+            parts.update(self._read_parts(self.frames[k], seqs))
+        try:
+            attach_parts(record, [parts.get(seq) for seq in record.response.parts])
+        except PartsMissing:
+            raise _Stale from None
 
     def _extend(self, wanted: set[str] | None, limit: int | None = None) -> None:
         """Index frames from where the last search stopped, until every wanted id is found, `limit` frames were
@@ -158,7 +187,7 @@ class SeekIndex:
             unframer = Unframer(last_seq=self._last_seq)
             start = self._resume
             in_header = start == 0  # the first frame holds the header alone
-            noted: list[tuple[str, int]] = []
+            noted: list[tuple[str | None, int]] = []
             count = 0
             for event in frames.walk(buf, start - base):
                 if isinstance(event, frames.Data):
@@ -177,7 +206,8 @@ class SeekIndex:
                 if noted:
                     self.frames.append(Frame(start, end, noted[0][1]))
                     for rid, seq in noted:
-                        self.spots[rid] = Spot(len(self.frames) - 1, seq)
+                        if rid is not None:
+                            self.spots[rid] = Spot(len(self.frames) - 1, seq)
                     noted = []
                 if isinstance(event, frames.Cut):
                     break
@@ -190,6 +220,20 @@ class SeekIndex:
         finally:
             if isinstance(buf, mmap.mmap):
                 buf.close()
+
+    def _read_parts(self, frame: Frame, seqs: set[int]) -> dict[int, Part]:
+        data = _part(self.path, frame.start, frame.end)
+        self.seeks += 1
+        parts: dict[int, Part] = {}
+        for seq, payload in _frame_payloads(data, frame.first_seq, seqs).items():
+            try:
+                part = part_of_payload(payload)
+            except PAYLOAD_ERRORS:
+                part = None
+            if part is None:
+                raise _Stale
+            parts[seq] = part
+        return parts
 
     def _read_frame(self, frame: Frame, seqs: dict[int, str]) -> dict[str, Exchange]:
         data = _part(self.path, frame.start, frame.end)
@@ -217,16 +261,31 @@ class SeekIndex:
         return found
 
 
-def _ids(records: Any) -> list[tuple[str, int]]:
-    """(id, seq) of the exchanges among framed records (their checksums already checked)."""
-    got = []
+def _frame_payloads(data: bytes, first_seq: int, seqs: Collection[int]) -> dict[int, bytes]:
+    """The payloads of the records with these sequence numbers in one frame's bytes (checksums checked)."""
+    unframer = Unframer(last_seq=first_seq - 1)
+    got: dict[int, bytes] = {}
+    for event in frames.walk(data):
+        records = unframer.feed(event.data) if isinstance(event, frames.Data) else unframer.finish()
+        for seq, payload in records:
+            if seq in seqs:
+                got[seq] = payload
+        if len(got) == len(seqs) or not isinstance(event, frames.Data):
+            break
+    return got
+
+
+def _ids(records: Any) -> list[tuple[str | None, int]]:
+    """(id, seq) of framed records (their checksums already checked): the id of an exchange, None for any other
+    record (a frame's first record, whatever it is, says which sequence numbers the frame holds: part records are
+    found through it)."""
+    got: list[tuple[str | None, int]] = []
     for seq, payload in records:
         try:
             head = _ID.decode(columns.record_part(payload))
         except (msgspec.DecodeError, ValueError):
             continue  # the reader counts it as malformed; it is no exchange the index could point at
-        if head.kind == "exchange" and head.id is not None:
-            got.append((head.id, seq))
+        got.append((head.id if head.kind == "exchange" else None, seq))
     return got
 
 

@@ -33,7 +33,7 @@ from bench import __version__
 from bench.cassette import columns, compact
 from bench.cassette.format import SEGMENT_BYTES, SUFFIX
 from bench.cassette.framing import prefix
-from bench.cassette.records import End, Exchange, Header, RunMeta, Settings, encode, encode_exchange
+from bench.cassette.records import End, Exchange, Header, Part, RunMeta, Settings, encode, encode_exchange, encode_part
 from bench.cassette.redact import Redactor
 from bench.errors import BenchError
 from bench.fingerprint import FINGERPRINT_VERSION
@@ -168,12 +168,20 @@ class CassetteWriter:
         assert packed is not None
         return packed
 
-    def packing(self, record: Exchange) -> Iterator[Packed | None]:
+    def pack_part(self, part: Part) -> Packed:
+        """A part record packed for `put_packed`. Its reads must have been scrubbed by this writer's redactor's
+        `body_scrubber` (redaction across parts needs what came before, which only the exchange's owner has)."""
+        packed, times = encode_part(part)
+        return packed, list(times)
+
+    def packing(
+        self, record: Exchange, spilled_bytes: int = 0, spill_scrubbed: bool = False
+    ) -> Iterator[Packed | None]:
         """`pack_exchange` in steps, redaction's (`Redactor.redact_steps`) then packing, with a None yielded between
         them (an event loop can run other work there); the last value is the packed record. The record is packed
         once, here; the writer's thread only frames it. The arrival times are packed apart, as a column, by the
         writer thread (bench.cassette.columns): this side does less than packing them as integers."""
-        for _ in self.redactor.redact_steps(record):
+        for _ in self.redactor.redact_steps(record, spilled_bytes, spill_scrubbed):
             yield None
         yield None
         packed, times = encode_exchange(record)
@@ -189,7 +197,9 @@ class CassetteWriter:
 
     async def put_packed(self, records: Sequence[Packed]) -> int:
         """Queue records packed by `pack_exchange`, as `put_async` does, together: the writer's thread wakes once
-        for all of them. Returns the last one's number for `written` (they are numbered in order)."""
+        for all of them. Returns the last one's number for `written` (they are numbered in order); the number is
+        also the record's `seq` in the file (the header is 0, and records are written in the order queued), which an
+        exchange record uses to refer to its part records."""
         ticket = self._enqueue(records, block=False)
         if ticket is None:
             self.stats.queue_full_waits += 1

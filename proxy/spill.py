@@ -1,0 +1,155 @@
+"""A large response body written to the cassette in parts while it streams, so that one exchange holds a bounded
+amount of memory however large its answer (docs/cassette-format.md, `part`; docs/proxy.md, "Large answers").
+
+Once the reads an exchange holds pass SPILL_BYTES, they are scrubbed of secrets (`BodyScrubber`: across part
+boundaries too), packed as a part record and queued to the cassette writer; the exchange keeps only what was not
+safe to write yet (the last HOLD_BYTES at least), the first bytes of the body (identity) and the token watch's state.
+Its record, written when it ends, lists the parts' sequence numbers, and readers put the body back together.
+While a part waits for room in the writer's queue, the exchange's upstream is not read: the writer sets the pace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from bench.cassette.records import Part
+from bench.cassette.redact import BodyScrubber
+from bench.cassette.writer import WriterClosed
+from proxy.identity import EDGE_BYTES, MAX_JSON_IDENTITY, edge
+from proxy.recorder import FINISH_RE, Exchange, TokenWatch
+
+if TYPE_CHECKING:
+    from proxy.sink import Sink
+
+# A body is written in parts once its held reads pass this. Equal to the largest body whose identity is read by
+# parsing it whole (proxy.identity): a body that spills is past it, so it is identified from its edges either way.
+SPILL_BYTES = MAX_JSON_IDENTITY
+# Reads kept back at a spill: the body's end is looked at for its identity and for [DONE] from these.
+HOLD_BYTES = EDGE_BYTES
+NEVER = 1 << 62
+
+
+class Spill:
+    """What an exchange that wrote parts keeps of them."""
+
+    __slots__ = (
+        "bytes",
+        "failed",
+        "finish_carry",
+        "finish_seen",
+        "first_ns",
+        "first_token",
+        "head",
+        "prev_us",
+        "raw",
+        "scrubber",
+        "seqs",
+        "sink",
+        "watch",
+        "watch_done",
+    )
+
+    def __init__(self, sink: Sink, scrubber: BodyScrubber, head: bytes, first_ns: int, streamed: bool) -> None:
+        self.sink = sink  # the cassette its parts are in: its record must go there too (a rotation waits for it)
+        self.scrubber = scrubber
+        self.seqs: list[int] = []
+        self.bytes = 0  # written, after scrubbing
+        self.raw = 0  # as received
+        self.prev_us = 0  # the last written read's time since t0: the deltas go on from it
+        self.first_ns = first_ns
+        self.head = head  # the body's first EDGE_BYTES (served identity)
+        self.watch: TokenWatch | None = TokenWatch() if streamed else None
+        self.watch_done = False
+        self.first_token: int | None = None
+        self.finish_seen = False
+        self.finish_carry = b""
+        self.failed = False  # the cassette failed: the body is dropped as it comes, the record is lost anyway
+
+
+def spill_limit(ex: Exchange, sink: Sink | None) -> int:
+    """Held bytes past which this exchange's body is written in parts (NEVER: held whole). A compressed body is
+    held whole: it is searched for secrets decoded, as one stream, which parts written one by one could not be."""
+    if sink is None or any(k.lower() == "content-encoding" for k, _ in ex.resp_headers):
+        return NEVER
+    return sink.spill_bytes
+
+
+async def spill(ex: Exchange, sink: Sink) -> int:
+    """Write the reads `ex` holds as a part, but for the last ones; returns the bytes it still holds. The state it
+    changes is changed only once the part is queued: a cancelled handler waits for it (`spill_safely`)."""
+    sp = ex.spill
+    writer = sink.writer
+    if sp is None:
+        scrubber = writer.redactor.body_scrubber(ex.req_headers, ex.query, ex.body, ex.resp_headers)
+        sp = ex.spill = Spill(sink, scrubber, edge(ex.chunks, EDGE_BYTES), ex.times[0], ex.streamed)
+        sink.opened(ex)
+    reads = ex.chunks
+    count = len(reads)
+    if sp.failed:
+        del reads[:-1], ex.times[:-1]
+        return len(reads[-1]) if reads else 0
+    steps = sp.scrubber.split_steps(reads[:count], HOLD_BYTES)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            out, held = done.value
+            break
+        await asyncio.sleep(0)
+    j = len(out)
+    if j == 0:
+        return sum(map(len, reads))
+    times = ex.times[:j]
+    _watch(sp, reads[:j], times)
+    deltas: list[int] = []
+    prev = sp.prev_us
+    t0 = ex.t0
+    for t in times:
+        us = (t - t0) // 1000
+        deltas.append(us - prev)
+        prev = us
+    part = Part(started=ex.started_us, n=len(sp.seqs), chunks=out, chunk_us=deltas)
+    try:
+        seq = await writer.put_packed([writer.pack_part(part)])
+    except WriterClosed:
+        sp.failed = True
+        seq = 0
+    if not sp.failed:
+        sp.seqs.append(seq)
+        sp.bytes += sum(map(len, out))
+    sp.raw += sum(len(r) for r in reads[:j])
+    sp.prev_us = prev
+    reads[:count] = held
+    del ex.times[:j]
+    return sum(map(len, reads))
+
+
+async def spill_safely(ex: Exchange, sink: Sink) -> int:
+    """`spill`, finished even if the handler is cancelled meanwhile (its client left, the upstream went silent):
+    the exchange's reads are then either all still held or written, never half of each."""
+    task = asyncio.get_running_loop().create_task(spill(ex, sink))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
+
+
+def _watch(sp: Spill, reads: list[bytes], times: list[int]) -> None:
+    """What `Exchange.identify`/`settle_stream` would have seen in these reads: fed in order, before they go."""
+    if sp.watch is not None and not sp.watch_done:
+        for chunk, t in zip(reads, times, strict=False):
+            if sp.watch.feed(chunk):
+                sp.watch_done = True
+                if sp.watch.found:
+                    sp.first_token = t
+                break
+    if sp.watch is not None and not sp.finish_seen:
+        carry = sp.finish_carry
+        for chunk in reads:
+            if FINISH_RE.search(carry + chunk) is not None:
+                sp.finish_seen = True
+                break
+            carry = (carry + chunk)[-96:] if len(chunk) < 96 else chunk[-96:]
+        sp.finish_carry = carry
