@@ -5,7 +5,8 @@ Once the reads an exchange holds pass SPILL_BYTES, they are scrubbed of secrets 
 boundaries too), packed as a part record and queued to the cassette writer; the exchange keeps only what was not
 safe to write yet (the last HOLD_BYTES at least), the first bytes of the body (identity) and the token watch's state.
 Its record, written when it ends, lists the parts' sequence numbers, and readers put the body back together.
-While a part waits for room in the writer's queue, the exchange's upstream is not read: the writer sets the pace.
+A part is queued only once the exchange's previous part is in the file, and meanwhile the exchange's upstream is
+not read: the writer sets the pace, and an exchange holds at most its held reads and one part, whatever its size.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ from typing import TYPE_CHECKING
 from bench.cassette.records import Part
 from bench.cassette.redact import BodyScrubber
 from bench.cassette.writer import WriterClosed
-from proxy.identity import EDGE_BYTES, MAX_JSON_IDENTITY, edge
+from proxy.identity import EDGE_BYTES, edge
 from proxy.recorder import FINISH_RE, Exchange, TokenWatch
 
 if TYPE_CHECKING:
     from proxy.sink import Sink
 
-# A body is written in parts once its held reads pass this. Equal to the largest body whose identity is read by
-# parsing it whole (proxy.identity): a body that spills is past it, so it is identified from its edges either way.
-SPILL_BYTES = MAX_JSON_IDENTITY
+# A body is written in parts once its held reads pass this. Measured (benchmarks/record_memory.py, 8 x 50 MB answers
+# at once): 8 MiB held +229 MiB of peak RSS over idle, 4 MiB +124 MiB; a part is a few hundred zstd blocks either
+# way, so the size costs no ratio. A body that spills is identified from its first and last EDGE_BYTES, as one past
+# MAX_JSON_IDENTITY always is (OpenAI bodies: `model` near the start, `system_fingerprint` near the end).
+SPILL_BYTES = 4 << 20
 # Reads kept back at a spill: the body's end is looked at for its identity and for [DONE] from these.
 HOLD_BYTES = EDGE_BYTES
 NEVER = 1 << 62
@@ -111,6 +114,10 @@ async def spill(ex: Exchange, sink: Sink) -> int:
         prev = us
     part = Part(started=ex.started_us, n=len(sp.seqs), chunks=out, chunk_us=deltas)
     try:
+        if sp.seqs:
+            # At most one part of an exchange waits in the writer's queue: without this, a fast upstream filled the
+            # whole queue (64 MiB) with one answer's parts, and memory grew with the answer's size.
+            await writer.written(sp.seqs[-1])
         seq = await writer.put_packed([writer.pack_part(part)])
     except WriterClosed:
         sp.failed = True

@@ -317,7 +317,7 @@ async def test_kill_9_mid_answer_loses_only_that_answer(tmp_path: Path, capsys: 
                 async with session.post(f"{proxy_url}/v1/chat/completions", json=request) as resp:
                     drain = asyncio.create_task(drain_body(resp))  # a client that reads what it gets
                     await stalled.wait()
-                    # The big answer's first 8 MiB are a part record in the file before the kill.
+                    # The big answer's first 4 MiB are a part record in the file before the kill.
                     for _ in range(600):
                         if kinds(cassette).count("part"):
                             break
