@@ -23,10 +23,11 @@ from proxy.recorder import FINISH_RE, Exchange, TokenWatch
 if TYPE_CHECKING:
     from proxy.sink import Sink
 
-# A body is written in parts once its held reads pass this. Measured (benchmarks/record_memory.py, 8 x 50 MB answers
-# at once): 8 MiB held +229 MiB of peak RSS over idle, 4 MiB +124 MiB; a part is a few hundred zstd blocks either
-# way, so the size costs no ratio. A body that spills is identified from its first and last EDGE_BYTES, as one past
-# MAX_JSON_IDENTITY always is (OpenAI bodies: `model` near the start, `system_fingerprint` near the end).
+# A body is written in parts once its held reads pass this. Measured (benchmarks/record_memory.py, 8 answers of
+# 50-100 MB at once): at 8 MiB +229 MiB of peak RSS over idle, at 4 MiB +117-124 MiB; the parts are compressed in the
+# same zstd stream as the rest, so their size costs no ratio. A body that spills is identified from its first and
+# last EDGE_BYTES, as one past MAX_JSON_IDENTITY always is (OpenAI bodies: `model` near the start,
+# `system_fingerprint` near the end).
 SPILL_BYTES = 4 << 20
 # Reads kept back at a spill: the body's end is looked at for its identity and for [DONE] from these.
 HOLD_BYTES = EDGE_BYTES

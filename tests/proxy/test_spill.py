@@ -38,14 +38,16 @@ class _Kind(msgspec.Struct):
 
 
 def kinds(path: Path) -> list[str]:
-    """The kind of every record in the file, in order (read below the reader, to see the parts themselves)."""
+    """The kind of every record after the header, in order (read below the reader, to see the parts themselves)."""
     unframer = Unframer()
     out: list[str] = []
     decoder = msgspec.msgpack.Decoder(_Kind)
     for event in frames.walk(frames.open_bytes(path)):
+        if event.frame == 0:
+            continue  # the header's frame: the header alone, not framed
         got = unframer.feed(event.data) if isinstance(event, frames.Data) else unframer.finish()
         out += [decoder.decode(columns.record_part(p)).kind for _, p in got]
-    return out[1:]  # the first frame's header is not framed; the unframer skips it as damage-free junk
+    return out
 
 
 def json_body(size: int) -> bytes:
