@@ -344,3 +344,54 @@ async def test_kill_9_mid_answer_loses_only_that_answer(tmp_path: Path, capsys: 
     assert main(["rescore", str(cassette), "--jobs", "1"]) == 0
     out = capsys.readouterr()
     assert "never ended" in out.out + out.err
+
+
+async def test_a_rotation_mid_answer_keeps_the_answer_whole_in_the_cassette_that_holds_its_parts(
+    tmp_path: Path,
+) -> None:
+    from proxy.rotation import Rotator
+
+    events = sse_events(4000)
+    half = len(events) // 2
+    first_half_sent = asyncio.Event()
+    go_on = asyncio.Event()
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for i, event in enumerate(events):
+            if i == half:
+                first_half_sent.set()
+                await asyncio.wait_for(go_on.wait(), 60)
+            await resp.write(event)
+            if i % 20 == 0:
+                await asyncio.sleep(0.001)
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    async for url in serve(app):
+        recorder = await start_proxy(upstream=url, cassettes=tmp_path)
+        assert recorder.state.sink is not None
+        first_sink = recorder.state.sink
+        first_sink.spill_bytes = 32 << 10
+        rotator = Rotator(recorder)
+        asking = asyncio.create_task(ask(recorder.url, True))
+        await first_half_sent.wait()
+        for _ in range(600):  # until a part is written (the reads arrive apart)
+            if first_sink._open:  # the exchange has written a part
+                break
+            await asyncio.sleep(0.05)
+        first = recorder.cassette_path
+        second = await rotator.rotate()
+        go_on.set()
+        assert await asking == hashlib.sha256(b"".join(events)).hexdigest()
+        await rotator.stop()
+        await recorder.close()
+    assert first is not None and "part" in kinds(first)
+    reader = CassetteReader(first)
+    [record] = list(reader)
+    assert reader.problem is None and b"".join(record.response.chunks) == b"".join(events)
+    assert [r.id for r in CassetteReader(second)] == []
