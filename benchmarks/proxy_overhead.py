@@ -163,6 +163,7 @@ async def _serve(web: Any, handler: Any) -> None:
 # -- orchestration --------------------------------------------------------------------------------------------------
 
 LOAD_SEED = 50_000
+TOKENS = 40  # content tokens per stream in the load phase
 TOKEN_MARK = b'"delta":{"content":"'  # a token event; the role frame is {"role":"assistant","content":""}
 
 
@@ -176,6 +177,7 @@ class Target:
     ttft_all: list[float] = field(default_factory=list)
     itl_rounds: list[list[float]] = field(default_factory=list)  # client ITL (s), one list per load round
     cpu_rounds: list[float] = field(default_factory=list)  # CPU us per chunk, one per load round
+    reads: list[int] = field(default_factory=list)  # reads per whole stream at the client, load phase
     ttft_cpu_s: float = 0.0  # proxy CPU during the one-at-a-time phase
     ttft_streams: int = 0
     failures: int = 0
@@ -342,6 +344,7 @@ async def load_phase(targets: list[Target], rounds: int, streams: int, tokens: i
                     target.why[type(result).__name__ if isinstance(result, BaseException) else "no [DONE]"] += 1
                     continue
                 gaps.extend(result[1])
+                target.reads.append(result[3])
             target.itl_rounds.append(gaps)
             print(f"  load round {r + 1}/{rounds} {target.name}          ", end="\r", file=sys.stderr, flush=True)
     print(file=sys.stderr)
@@ -400,11 +403,17 @@ def main() -> int:
     )
     parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-bare", metavar="UPSTREAM", help=argparse.SUPPRESS)
+    parser.add_argument("--probe", metavar="PATH", help=argparse.SUPPRESS)  # --serve-bare under proxy_probe
     args = parser.parse_args()
     if args.serve_upstream:
         asyncio.run(serve_upstream())
         return 0
     if args.serve_bare:
+        if args.probe:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            import proxy_probe
+
+            proxy_probe.install(args.probe, writer=False)
         asyncio.run(serve_bare(args.serve_bare))
         return 0
 
@@ -419,7 +428,7 @@ def main() -> int:
     load_rounds, streams = (2, 64) if args.quick else (10, 256)
     streams = args.streams or streams
     load_rounds = args.rounds or load_rounds
-    tokens, itl_ms = (40, 25.0)
+    tokens, itl_ms = (TOKENS, 25.0)
     py = sys.executable
     me = str(Path(__file__).resolve())
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -429,9 +438,12 @@ def main() -> int:
         try:
             up_proc, upstream = start([py, me, "--serve-upstream"], env)
             procs.append(up_proc)
-            bare_proc, bare = start([py, me, "--serve-bare", upstream], env)
+            bare_probe = Path(tmp) / "probe-bare.json" if args.attribute else None
+            bare_args = ["--probe", str(bare_probe)] if bare_probe else []
+            bare_proc, bare = start([py, me, "--serve-bare", upstream, *bare_args], env)
             procs.append(bare_proc)
             targets = [Target("direct", upstream), Target("bare aiohttp", bare, bare_proc)]
+            targets[1].probe = bare_probe
             for suffix, src in sources:
                 for mode in ("passthrough", "record"):
                     cassettes = Path(tmp) / f"{mode}{len(targets)}"
@@ -539,6 +551,10 @@ def report(targets: list[Target], overflows: int, elapsed: float, streams: int, 
             f"{(pct(a, 99) - pct(d, 99)) * 1e3:+.2f}" for a, d in zip(t.itl_rounds, direct.itl_rounds, strict=True)
         )
         print(f"ITL p99 added per round, {t.name}: {per_round}")
+    # A target that stalls lets several events pile up in its sockets and forwards them as one read: fewer reads,
+    # less CPU per chunk, but the client's ITLs read ~0 for them. Direct shows the client's own merging.
+    reads = ", ".join(f"{t.name} {sum(t.reads) / len(t.reads):.1f}" for t in targets if t.reads)
+    print(f"reads per stream at the client under load ({TOKENS + 4} events sent): {reads}")
     cpu_per_stream = [f"{t.name} {t.ttft_cpu_s / t.ttft_streams * 1e6:.0f} us" for t in targets if t.ttft_streams]
     print("proxy CPU per stream, one at a time (10 events each): " + ", ".join(cpu_per_stream))
     for t in targets:
@@ -588,9 +604,14 @@ def attribution(probes: dict[str, dict[str, Any]]) -> None:
     print("attribution (--attribute; probed processes, so their own figures above are inflated):")
     for name, p in probes.items():
         s = p["stretch_ms"]
+        c = p["stretch_cpu_ms"]
         print(
             f"  {name}: {p['stretches']} loop stretches, p50 {s['50']:.3f} p99 {s['99']:.3f} p99.9 {s['99.9']:.3f} "
             f"max {s['100']:.3f} ms; stretches >= 0.5/1/2/5 ms: {' / '.join(str(v) for v in p['over_ms'].values())}"
+        )
+        print(
+            f"    their CPU time (load-proof): p50 {c['50']:.3f} p99 {c['99']:.3f} p99.9 {c['99.9']:.3f} "
+            f"max {c['100']:.3f} ms; >= 0.5/1/2/5 ms of CPU: {' / '.join(str(v) for v in p['over_cpu_ms'].values())}"
         )
         g, w = p["gc_pause_ms"], p["writer_gil_hold_ms"]
         print(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import gc
+import inspect
 import json
 import os
 import selectors
@@ -38,6 +39,7 @@ class Probe:
         self.gc_start = 0
         self.gc_start_cpu = 0
         self.stretches: list[int] = []
+        self.stretch_cpu: list[int] = []  # the loop thread's CPU time in each stretch: load-proof, unlike its length
         self.itemized: list[dict[str, int]] = []
         self.gc_pauses: list[int] = []
         self.gc_by_generation: dict[int, list[int]] = {0: [], 1: [], 2: []}  # CPU time of each pause (ns)
@@ -54,6 +56,7 @@ class Probe:
         busy = now - self.woke
         cpu = time.thread_time_ns() - self.woke_cpu
         self.stretches.append(busy)
+        self.stretch_cpu.append(cpu)
         if busy >= ITEMIZE_NS:
             parts = dict(self.parts)
             parts["loop's own work"] = max(0, busy - sum(parts.values()))
@@ -110,6 +113,8 @@ class Probe:
         summary = {
             "stretches": len(self.stretches),
             "stretch_ms": {p: pct(self.stretches, p) for p in (50, 99, 99.9, 100)},
+            "stretch_cpu_ms": {p: pct(self.stretch_cpu, p) for p in (50, 99, 99.9, 100)},
+            "over_cpu_ms": {f">= {t}": sum(s >= t * 1e6 for s in self.stretch_cpu) for t in (0.5, 1, 2, 5)},
             "over_ms": {f">= {t}": sum(s >= t * 1e6 for s in self.stretches) for t in (0.5, 1, 2, 5)},
             "share_of_long_stretches_pct": by_size,
             "callback_cpu_ms": {
@@ -141,6 +146,9 @@ def _category(handle: asyncio.Handle) -> str:
             return "record building (Persister._run)"
         if "accept" in name or name == "RequestHandler.start":
             return "connections (accept, request loop)"
+        if name == "RequestHandler._handle_request" and inspect.getcoroutinestate(owner.get_coro()) == "CORO_CREATED":
+            # A handler's first step: everything it does before it first waits, the upstream request sent.
+            return "handler start (to the upstream request)"
         return "forwarding (handler tasks)"
     name = getattr(callback, "__qualname__", "")
     if name == "_settle":
@@ -152,7 +160,8 @@ def _category(handle: asyncio.Handle) -> str:
     return f"other ({name or type(callback).__name__})"
 
 
-def install(out: str) -> None:
+def install(out: str, writer: bool = True) -> None:
+    """Probe this process; `writer=False` for a process without a cassette writer (the bare pass-through)."""
     probe = Probe(out)
     threshold = os.environ.get("PROXY_PROBE_GC_THRESHOLD")  # e.g. 10000,10,10: try other collector thresholds
     if threshold:
@@ -160,12 +169,12 @@ def install(out: str) -> None:
     run = asyncio.events.Handle._run
 
     def timed_run(self: asyncio.Handle) -> None:
+        category = _category(self)  # before it runs: a handler's first step is told by its coroutine's state
         t = time.monotonic_ns()
         c = time.thread_time_ns()
         probe.gc_in_callback = probe.gc_cpu_in_callback = 0
         run(self)
         cpu = time.thread_time_ns() - c
-        category = _category(self)
         probe.parts[category] += time.monotonic_ns() - t - probe.gc_in_callback
         probe.callback_cpu.setdefault(category, []).append(cpu - probe.gc_cpu_in_callback)
 
@@ -183,7 +192,12 @@ def install(out: str) -> None:
 
     selectors.EpollSelector.select = timed_select  # type: ignore[method-assign]
     gc.callbacks.append(probe.gc_event)
+    atexit.register(probe.dump)
+    if writer:
+        _probe_writer(probe)
 
+
+def _probe_writer(probe: Probe) -> None:
     from bench.cassette import columns, writer
 
     payload_parts, prefix, write_now = columns.payload_parts, writer.prefix, writer.CassetteWriter._write_now
@@ -214,4 +228,3 @@ def install(out: str) -> None:
     columns.payload_parts = timed_parts  # type: ignore[assignment]
     writer.prefix = timed_prefix  # type: ignore[assignment]
     writer.CassetteWriter._write_now = timed_write_now  # type: ignore[method-assign]
-    atexit.register(probe.dump)
