@@ -45,7 +45,7 @@ TAG_PREFIX = "x-bench-"
 PROXY_ERROR_HEADER = "X-Bench-Proxy-Error"
 
 # aiohttp would otherwise add its own Accept, Accept-Encoding, User-Agent and Content-Type: the upstream must see the
-# client's headers, not the proxy's.
+# client's headers, not the proxy's. Set on the upstream session (proxy.server).
 SKIP_AUTO_HEADERS = frozenset({"Accept", "Accept-Encoding", "User-Agent", "Content-Type"})
 
 # How long a client's departure waits for the upstream's end of body before it counts as leaving mid-response: the
@@ -144,6 +144,10 @@ def _error(ex: Exchange, status: int, outcome: str, message: str) -> web.Respons
     return web.Response(status=status, body=body, content_type=JSON_TYPE, headers={PROXY_ERROR_HEADER: code})
 
 
+def _late(state: ProxyState) -> str:
+    return f"upstream {state.upstream_label} did not answer in time"
+
+
 async def _failed(state: ProxyState, ex: Exchange, status: int, outcome: str, message: str) -> web.Response:
     """The proxy's own 502/504 for a failed upstream: a whole answer for its client, so recorded before it is sent."""
     response = _error(ex, status, outcome, message)
@@ -176,7 +180,6 @@ async def _forward(
     assert state.session is not None
     ex.sent_upstream = now = monotonic_ns()
     ex.own_ns += now - ex.t0
-    late = f"upstream {state.upstream_label} did not answer in time"
     try:
         upstream = await state.session.request(
             ex.method,
@@ -184,16 +187,15 @@ async def _forward(
             headers=headers,
             data=ex.body or None,
             allow_redirects=False,
-            skip_auto_headers=SKIP_AUTO_HEADERS,
         )
     except asyncio.CancelledError:
         if watchdog is None or not watchdog.absorb():
             raise
         state.stats.errors += 1
-        return await _failed(state, ex, 504, TIMEOUT, late)
+        return await _failed(state, ex, 504, TIMEOUT, _late(state))
     except TimeoutError:
         state.stats.errors += 1
-        return await _failed(state, ex, 504, TIMEOUT, late)
+        return await _failed(state, ex, 504, TIMEOUT, _late(state))
     except aiohttp.ClientError as exc:
         state.stats.errors += 1
         reason = str(exc) or type(exc).__name__

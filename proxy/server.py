@@ -19,6 +19,7 @@ from bench.serving import listen
 from proxy import lag as loop_lag
 from proxy import modes
 from proxy.app import ClientLimits, build_server
+from proxy.forward import SKIP_AUTO_HEADERS
 from proxy.matching import MatchOptions
 from proxy.recordings import ReplayIndex, parse_pace
 from proxy.sink import Sink, writer_failed
@@ -211,6 +212,8 @@ async def start_proxy(
             # The idle timeout is proxy.forward.IdleWatchdog, not sock_read (which costs a timer per read).
             timeout=aiohttp.ClientTimeout(total=request_timeout),
             auto_decompress=False,
+            # On the session, not per request: aiohttp turns a request's own list into a new set on every request.
+            skip_auto_headers=SKIP_AUTO_HEADERS,
             # A proxy must not keep one client's cookies and send them with another client's requests.
             cookie_jar=aiohttp.DummyCookieJar(),
             trust_env=False,

@@ -17,7 +17,10 @@ if TYPE_CHECKING:
 class Record(Mode):
     recorded_as = "record"
 
-    async def respond(self, request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
+    def __init__(self) -> None:
         from proxy.forward import forward
 
-        return await forward(request, state, ex)
+        self.forward = forward
+
+    async def respond(self, request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
+        return await self.forward(request, state, ex)

@@ -31,9 +31,12 @@ class Replay(Mode):
     def writes_cassette(self, replay_log: bool) -> bool:
         return replay_log
 
-    async def respond(self, request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
+    def __init__(self) -> None:
         from proxy.forward import serve_recorded
 
+        self.serve_recorded = serve_recorded
+
+    async def respond(self, request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
         index = state.index
         assert index is not None
         # A used-up fingerprint starts again from its first recording unless the proxy was told not to repeat.
@@ -41,7 +44,7 @@ class Replay(Mode):
         if hit is None:
             return await _miss(state, ex, index)
         state.stats.replayed += 1
-        return await serve_recorded(request, state, ex, hit)
+        return await self.serve_recorded(request, state, ex, hit)
 
 
 async def _miss(state: ProxyState, ex: Exchange, index: ReplayIndex) -> web.Response:
