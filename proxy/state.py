@@ -16,6 +16,7 @@ from proxy.modes import Mode
 from proxy.recorder import Exchange
 from proxy.recordings import ReplayIndex
 from proxy.sink import Sink
+from proxy.starts import StartSlices
 
 
 @dataclass
@@ -51,6 +52,7 @@ class ProxyState:
     miss_messages: list[str] = field(default_factory=list)  # each replay miss's message, in order
     miss_hint: str = "record it with --mode auto or fix the request"  # how a miss's message says to fix it
     sink: Sink | None = None  # None: records nothing
+    starts: StartSlices = field(default_factory=StartSlices)  # request starts spread over loop iterations
 
     def __post_init__(self) -> None:
         self._origin = str(self.upstream.origin()) if self.upstream is not None else ""

@@ -1,0 +1,89 @@
+"""Request starts spread over loop iterations (proxy.starts): a burst runs a slice per iteration, in arrival order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+
+from proxy import starts
+from proxy.starts import SLICE_NS, StartSlices
+
+
+class Iterations:
+    """Counts the event loop's iterations: a callback that queues itself again runs once per iteration."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.loop = asyncio.get_running_loop()
+        self.handle = self.loop.call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self.n += 1
+        self.handle = self.loop.call_soon(self._tick)
+
+    def stop(self) -> None:
+        self.handle.cancel()
+
+
+async def _burst(slices: StartSlices, count: int, cost_ns: int, clock: list[int]) -> list[tuple[int, int]]:
+    """`count` starts arriving in one iteration, each taking `cost_ns` of the (fake) clock: (arrival, iteration)."""
+    iterations = Iterations()
+    started: list[tuple[int, int]] = []
+
+    async def start(i: int) -> None:
+        turn = slices.turn()
+        while turn is not None:
+            await turn
+            turn = slices.resume()
+        started.append((i, iterations.n))
+        clock[0] += cost_ns
+
+    tasks = [asyncio.get_running_loop().create_task(start(i)) for i in range(count)]
+    await asyncio.gather(*tasks)
+    iterations.stop()
+    return started
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    now = [1_000_000]
+    monkeypatch.setattr(starts, "monotonic_ns", lambda: now[0])
+    return now
+
+
+async def test_starts_that_each_fill_a_slice_run_one_per_iteration_in_arrival_order(clock: list[int]) -> None:
+    started = await _burst(StartSlices(), 12, SLICE_NS, clock)
+    assert [i for i, _ in started] == list(range(12))
+    iterations = [n for _, n in started]
+    assert len(set(iterations)) == 12  # never two in one iteration: the loop polls its sockets between them
+
+
+async def test_as_many_starts_run_per_iteration_as_fit_in_a_slice(clock: list[int]) -> None:
+    started = await _burst(StartSlices(), 20, SLICE_NS * 2 // 5, clock)
+    assert [i for i, _ in started] == list(range(20))
+    per_iteration = Counter(n for _, n in started)
+    assert max(per_iteration.values()) == 3  # at 0, 0.4 and 0.8 of a slice; the one at 1.2 waits
+    assert sum(v == 3 for v in per_iteration.values()) >= 4  # the woken ones fill their slices too
+
+
+async def test_cheap_starts_share_an_iteration_and_a_lone_start_never_waits(clock: list[int]) -> None:
+    started = await _burst(StartSlices(), 12, SLICE_NS // 20, clock)
+    assert [i for i, _ in started] == list(range(12))
+    assert len({n for _, n in started}) == 1
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # a later iteration: a new slice
+    assert StartSlices().turn() is None
+
+
+async def test_a_start_cancelled_while_it_waits_does_not_hold_up_the_others(clock: list[int]) -> None:
+    slices = StartSlices()
+    assert slices.turn() is None
+    clock[0] += SLICE_NS  # the first start used the iteration's slice
+    gone = slices.turn()
+    assert gone is not None
+    gone.cancel()  # its client left
+    waiting = slices.turn()
+    assert waiting is not None
+    await asyncio.wait_for(waiting, timeout=5)
