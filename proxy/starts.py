@@ -7,10 +7,14 @@ request) costs ~0.1 ms of CPU, so 256 clients arriving together held the loop fo
 poll: every read of every other stream that arrived meanwhile waited, was stamped that late and reached its client
 that late. That stall, not recording's work, was the proxy's added ITL tail (docs/proxy.md, "What it costs").
 
-`StartSlices` lets the starts of one iteration run for `SLICE_NS`; the others wait, in arrival order, for later
-iterations, and the loop polls its sockets before each. A lone request, or the first of an iteration, never waits.
-A waiting start is woken for a later iteration along with as many others as fitted in the last slice, plus one; one
-that finds the slice used up when it runs goes back to the head of the queue.
+`StartSlices` lets the starts of one iteration run for a slice of `SLICE_NS`; the others wait, in arrival order, for
+later iterations, and the loop polls its sockets before each. A lone request, or the first of an iteration, never
+waits. A waiting start is woken for a later iteration along with as many others as fitted in the last slice (twice as
+many if none was left over); one that finds the slice used up when it runs goes back to the head of the queue.
+
+When the loop is behind (its iterations long with other work: a saturated or starved proxy), the slice grows to half
+the last iteration: starts then get half the loop, as much as the forwarding, instead of waiting behind it for
+hundreds of milliseconds, and a read still waits at most about as long as the iteration already made it wait.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ class StartSlices:
     """Admits request starts a slice of the loop at a time (one instance per proxy). A handler asks `turn()` and, while
     that gives a future, awaits it and asks `resume()`."""
 
-    __slots__ = ("batch", "began", "fitted", "missed", "scheduled", "waiting")
+    __slots__ = ("batch", "began", "chained", "fitted", "last_next", "missed", "scheduled", "slice_ns", "waiting")
 
     def __init__(self) -> None:
         self.began = 0  # when the current iteration's first start ran (0: none yet in this iteration)
@@ -38,6 +42,9 @@ class StartSlices:
         self.missed = 0  # woken starts that found the current slice used up (back at the head of the queue)
         self.batch = 1  # starts to wake for the next iteration
         self.scheduled = False  # `_next` is queued for the next iteration
+        self.chained = False  # `_next` queued itself again: it runs in the iteration after its last run
+        self.last_next = 0  # when `_next` last ran
+        self.slice_ns = SLICE_NS
         self.waiting: deque[asyncio.Future[None]] = deque()
 
     def turn(self) -> asyncio.Future[None] | None:
@@ -66,7 +73,7 @@ class StartSlices:
             self.fitted = 1
             self._schedule(asyncio.get_running_loop())
             return True
-        if now - self.began < SLICE_NS:
+        if now - self.began < self.slice_ns:
             self.fitted += 1
             return True
         return False
@@ -78,8 +85,12 @@ class StartSlices:
 
     def _next(self) -> None:
         """At the next iteration (the loop has polled its sockets since): a new slice. Wakes the oldest waiting starts
-        (they run in the iteration after this one), as many as fitted in the last slice, one more if none missed."""
-        self.batch = self.fitted if self.missed else self.fitted + 1
+        (they run in the iteration after this one): as many as fitted in the last slice, twice that if none missed."""
+        now = monotonic_ns()
+        # The last iteration's length, when this ran in it too: starts may take half of what it took.
+        self.slice_ns = max(SLICE_NS, (now - self.last_next) // 2) if self.chained else SLICE_NS
+        self.last_next = now
+        self.batch = self.fitted if self.missed else max(1, self.fitted) * 2
         self.scheduled = False
         self.began = self.fitted = self.missed = 0
         woken = 0
@@ -88,5 +99,6 @@ class StartSlices:
             if not turn.done():  # a cancelled one: its client left while it waited
                 turn.set_result(None)
                 woken += 1
+        self.chained = bool(self.waiting)
         if self.waiting:
             self._schedule(asyncio.get_running_loop())

@@ -14,22 +14,28 @@ from proxy.starts import SLICE_NS, StartSlices
 class Iterations:
     """Counts the event loop's iterations: a callback that queues itself again runs once per iteration."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: list[int], other_ns: int) -> None:
         self.n = 0
+        self.clock = clock
+        self.other_ns = other_ns  # the loop's other work in each iteration, on the fake clock
         self.loop = asyncio.get_running_loop()
         self.handle = self.loop.call_soon(self._tick)
 
     def _tick(self) -> None:
         self.n += 1
+        self.clock[0] += self.other_ns
         self.handle = self.loop.call_soon(self._tick)
 
     def stop(self) -> None:
         self.handle.cancel()
 
 
-async def _burst(slices: StartSlices, count: int, cost_ns: int, clock: list[int]) -> list[tuple[int, int]]:
-    """`count` starts arriving in one iteration, each taking `cost_ns` of the (fake) clock: (arrival, iteration)."""
-    iterations = Iterations()
+async def _burst(
+    slices: StartSlices, count: int, cost_ns: int, clock: list[int], other_ns: int = 0
+) -> list[tuple[int, int]]:
+    """`count` starts arriving in one iteration, each taking `cost_ns` of the (fake) clock, each iteration `other_ns`
+    of other work: (arrival, iteration) of each start, in the order they ran."""
+    iterations = Iterations(clock, other_ns)
     started: list[tuple[int, int]] = []
 
     async def start(i: int) -> None:
@@ -66,6 +72,15 @@ async def test_as_many_starts_run_per_iteration_as_fit_in_a_slice(clock: list[in
     per_iteration = Counter(n for _, n in started)
     assert max(per_iteration.values()) == 3  # at 0, 0.4 and 0.8 of a slice; the one at 1.2 waits
     assert sum(v == 3 for v in per_iteration.values()) >= 4  # the woken ones fill their slices too
+
+
+async def test_a_loop_behind_with_other_work_gives_starts_half_of_each_iteration(clock: list[int]) -> None:
+    quiet = Counter(n for _, n in await _burst(StartSlices(), 60, SLICE_NS // 2, clock))
+    busy = Counter(n for _, n in await _burst(StartSlices(), 60, SLICE_NS // 2, clock, other_ns=8 * SLICE_NS))
+    assert max(quiet.values()) == 2
+    # Iterations of 8 slices of other work: starts get about as long as that (16 of them), not one slice.
+    assert max(busy.values()) >= 12
+    assert len(busy) < len(quiet) / 2
 
 
 async def test_cheap_starts_share_an_iteration_and_a_lone_start_never_waits(clock: list[int]) -> None:
