@@ -20,7 +20,9 @@ process) measures, in interleaved rounds with the targets in random order each r
   - for recording targets, the ITLs the cassette recorded against the ones the client measured on the same streams
     (same definition: gaps between reads holding a token), and the proxy's own loop stall per exchange
     (`timing.loop_lag_us`: the longest stretch its event loop ran without polling its sockets);
-  - the cassette's size against the raw bytes recorded.
+  - the cassette's size against the raw bytes recorded;
+  - reads per stream at the client: a target whose loop stalls forwards piled-up events as one read (fewer reads,
+    less CPU per nominal chunk, ITLs of ~0 for the merged events).
 Streams through every target are checked byte-identical to direct ones. The machine should be quiet: other load
 shows up as noise in every column (the load average is printed at the end).
 """
