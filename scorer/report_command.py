@@ -79,12 +79,9 @@ def run_report(args: argparse.Namespace) -> int:
 
     fmt = args.format or ((formats.from_suffix(args.out) or "table") if args.out else "table")
     prices = _load_prices(getattr(args, "prices", None))
-    scores = load.load(args.path, jobs=_check_jobs(args.jobs))
-    report = aggregate.build(scores)
-    if prices is not None:
-        from scorer.report.cost import cost
-
-        report.cost = cost(scores.traffic, prices)
+    # One pass over the scores file as it is read: memory bounded by the report's groups, not the run's exchanges.
+    with load.stream(args.path, jobs=_check_jobs(args.jobs)) as scores:
+        report = aggregate.build(scores, prices)
     _render(fmt, args.out, formats.report_document(report))
     return 0
 

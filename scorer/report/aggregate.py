@@ -12,11 +12,11 @@ from typing import Any
 
 import orjson
 
-from scorer.report.cost import Cost
-from scorer.report.latency import Timing, timing
-from scorer.report.load import Scores, paused_gc
+from scorer.report.cost import Cost, CostTally, Prices
+from scorer.report.latency import Timing, TimingTally
+from scorer.report.load import Scores, Stream, paused_gc
 from scorer.report.stats import pass_at_k, pass_hat_k, wilson
-from scorer.report.traffic import Traffic, traffic
+from scorer.report.traffic import Traffic, TrafficTally
 from scorer.results import Meta, Result
 
 STATUSES = ("scored", "errored", "skipped", "stale", "unknown")
@@ -127,39 +127,72 @@ class Report:
     cost: Cost | None = None  # with a price table (bench report --prices)
 
 
-def build(scores: Scores) -> Report:
-    """Aggregate one scores file (or an in-memory rescore) into a Report."""
+def build(scores: Scores | Stream, prices: Prices | None = None) -> Report:
+    """Aggregate one scores file (or an in-memory rescore) into a Report, with cost when given a price table.
+
+    Results and traffic lines are taken one at a time, in the file's order, so a Stream (a scores file read as it
+    is aggregated) needs memory for the groups the report counts, not for the exchanges."""
+    tally = ReportTally(prices)
     with paused_gc():
-        return _build(scores)
+        if isinstance(scores, Stream):
+            for line in scores.lines:
+                if isinstance(line, Result):
+                    tally.result(line)
+                else:
+                    tally.traffic_line(line)
+        else:
+            for result in scores.results:
+                tally.result(result)
+            for entry in scores.traffic:
+                tally.traffic_line(entry)
+        return tally.finish(scores.source, scores.meta)
 
 
-def _build(scores: Scores) -> Report:
-    by_model: dict[str, list[Result]] = defaultdict(list)
-    for result in scores.results:
-        by_model[str(result.model)].append(result)
-    models = sorted(by_model)
-    scans = {m: scan(m, by_model[m]) for m in models}
-    report = Report(
-        source=scores.source,
-        run=run_info(scores.meta),
-        models=models,
-        rates=[row for m in models for row in scans[m].rates],
-        epochs=[row for m in models for row in epochs(m, scans[m].epochs)],
-        flaky=[f for m in models for f in flaky(m, scans[m].epochs)],
-        failures={m: scans[m].failures for m in models},
-        reliability=[scans[m].reliability for m in models],
-        settings=[scans[m].settings for m in models],
-        timing={m: timing(by_model[m]) for m in models},
-        traffic=traffic(scores.traffic),
-    )
-    report.warnings = warnings(report, {m: scans[m].fingerprints for m in models})
-    changes = report.traffic.fingerprint_changes
-    if changes:
-        report.warnings.append(
-            f"the system fingerprint changed {len(changes)} time(s) between requests of one model in the traffic "
-            "(see System fingerprint changes)"
+class ReportTally:
+    """A report's numbers gathered a result and a traffic line at a time."""
+
+    def __init__(self, prices: Prices | None = None) -> None:
+        self.models: dict[str, ModelTally] = {}
+        self.traffic = TrafficTally()
+        self.cost = CostTally(prices) if prices is not None else None
+
+    def result(self, result: Result) -> None:
+        model = str(result.model)
+        tally = self.models.get(model)
+        if tally is None:
+            tally = self.models[model] = ModelTally()
+        tally.add(result)
+
+    def traffic_line(self, entry: dict[str, Any]) -> None:
+        self.traffic.add(entry)
+        if self.cost is not None:
+            self.cost.add(entry)
+
+    def finish(self, source: str, meta: Meta) -> Report:
+        models = sorted(self.models)
+        scans = {m: self.models[m].finish(m) for m in models}
+        report = Report(
+            source=source,
+            run=run_info(meta),
+            models=models,
+            rates=[row for m in models for row in scans[m].rates],
+            epochs=[row for m in models for row in epochs(m, scans[m].epochs)],
+            flaky=[f for m in models for f in flaky(m, scans[m].epochs)],
+            failures={m: scans[m].failures for m in models},
+            reliability=[scans[m].reliability for m in models],
+            settings=[scans[m].settings for m in models],
+            timing={m: self.models[m].timing.finish() for m in models},
+            traffic=self.traffic.finish(),
+            cost=self.cost.finish() if self.cost is not None else None,
         )
-    return report
+        report.warnings = warnings(report, {m: scans[m].fingerprints for m in models})
+        changes = report.traffic.fingerprint_changes
+        if changes:
+            report.warnings.append(
+                f"the system fingerprint changed {len(changes)} time(s) between requests of one model in the traffic "
+                "(see System fingerprint changes)"
+            )
+        return report
 
 
 @dataclass
@@ -174,69 +207,91 @@ class Scan:
     fingerprints: dict[str | None, list[str]]  # run -> distinct fingerprints, only where there were several
 
 
-def scan(model: str, results: list[Result]) -> Scan:
-    # One count per (suite, category, status, passed) combination: a handful of keys, summed into groups afterwards.
-    combos: Counter[tuple[str, str, str, bool]] = Counter()
-    epoch_tally: dict[tuple[str | None, str], list[int]] = defaultdict(lambda: [0, 0])
-    fail_counter: Counter[str] = Counter()
-    served: set[str] = set()
-    fps: dict[str | None, set[str]] = defaultdict(set)
-    encoded_settings: set[bytes] = set()
-    attempts = retries = retried = errored = failed = 0
+def scan(model: str, results: Iterable[Result]) -> Scan:
+    tally = ModelTally()
     for result in results:
+        tally.add(result)
+    return tally.finish(model)
+
+
+class ModelTally:
+    """One model's counts, gathered a result at a time: memory bounded by its groups (suites, categories, tests
+    and runs, distinct settings and fingerprints) and, for timing, by the distinct timing values."""
+
+    def __init__(self) -> None:
+        # One count per (suite, category, status, passed) combination: a handful of keys, summed into groups after.
+        self.combos: Counter[tuple[str, str, str, bool]] = Counter()
+        self.epoch_tally: dict[tuple[str | None, str], list[int]] = defaultdict(lambda: [0, 0])
+        self.fail_counter: Counter[str] = Counter()
+        self.served: set[str] = set()
+        self.fps: dict[str | None, set[str]] = defaultdict(set)
+        self.encoded_settings: set[bytes] = set()
+        self.results = self.attempts = self.retries = self.retried = self.errored = self.failed = 0
+        self.timing = TimingTally()
+
+    def add(self, result: Result) -> None:
+        self.results += 1
         status = str(result.status)
         passed = status == "scored" and bool(result.passed)
-        combos[(str(result.suite or "?"), str(result.category or "?"), status, passed)] += 1
+        self.combos[(str(result.suite or "?"), str(result.category or "?"), status, passed)] += 1
         if status == "scored":
-            cell = epoch_tally[(result.run, str(result.test))]
+            cell = self.epoch_tally[(result.run, str(result.test))]
             cell[0] += 1
             cell[1] += passed
         if (status == "scored" and not passed) or status == "errored":
-            fail_counter[str(result.failure_type or "unclassified")] += 1
-        attempts += int(result.attempts or 0)
+            self.fail_counter[str(result.failure_type or "unclassified")] += 1
+        self.attempts += int(result.attempts or 0)
         extra = int(result.retries or 0)
-        retries += extra
-        retried += extra > 0
-        errored += status == "errored"
+        self.retries += extra
+        self.retried += extra > 0
+        self.errored += status == "errored"
         for ex in result.exchanges or ():
             code = ex.status
             if ex.outcome != "complete" or not isinstance(code, int) or code >= 400:
-                failed += 1
+                self.failed += 1
+            self.timing.add(ex)
         if result.served_model:
-            served.add(str(result.served_model))
+            self.served.add(str(result.served_model))
         if result.system_fingerprint:
-            fps[result.run].add(str(result.system_fingerprint))
-        encoded_settings.add(orjson.dumps(result.settings or {}, option=orjson.OPT_SORT_KEYS))
-    groups: dict[tuple[str, str], Counts] = defaultdict(Counts)
-    for (suite, category, status, passed), n in combos.items():
-        for where in (("overall", ""), ("suite", suite), ("category", category)):
-            counts = groups[where]
-            counts.total += n
-            counts.passed += n if passed else 0
-            if status in STATUSES:
-                setattr(counts, status, getattr(counts, status) + n)
-    rows = []
-    for (scope, group), counts in sorted(groups.items(), key=lambda g: (SCOPES.index(g[0][0]), g[0][1])):
-        low, high = wilson(counts.passed, counts.scored)
-        rows.append(
-            RateRow(model, scope, group, counts, counts.passed / counts.scored if counts.scored else None, low, high)
+            self.fps[result.run].add(str(result.system_fingerprint))
+        self.encoded_settings.add(orjson.dumps(result.settings or {}, option=orjson.OPT_SORT_KEYS))
+
+    def finish(self, model: str) -> Scan:
+        groups: dict[tuple[str, str], Counts] = defaultdict(Counts)
+        for (suite, category, status, passed), n in self.combos.items():
+            for where in (("overall", ""), ("suite", suite), ("category", category)):
+                counts = groups[where]
+                counts.total += n
+                counts.passed += n if passed else 0
+                if status in STATUSES:
+                    setattr(counts, status, getattr(counts, status) + n)
+        rows = []
+        for (scope, group), counts in sorted(groups.items(), key=lambda g: (SCOPES.index(g[0][0]), g[0][1])):
+            low, high = wilson(counts.passed, counts.scored)
+            rows.append(
+                RateRow(
+                    model, scope, group, counts, counts.passed / counts.scored if counts.scored else None, low, high
+                )
+            )
+        values: dict[str, list[Any]] = defaultdict(list)
+        # Most results share one settings object: deduplicate whole objects first, then their values.
+        for encoded in self.encoded_settings:
+            for key, value in orjson.loads(encoded).items():
+                values[key].append(value)
+        fps = self.fps
+        all_fps = sorted(set().union(*fps.values())) if fps else []
+        return Scan(
+            rates=rows,
+            epochs={key: (n, c) for key, (n, c) in self.epoch_tally.items()},
+            failures=dict(sorted(self.fail_counter.items(), key=lambda kv: (-kv[1], kv[0]))),
+            reliability=Reliability(
+                model, self.results, self.attempts, self.retries, self.retried, self.errored, self.failed
+            ),
+            settings=ModelSettings(
+                model, sorted(self.served), all_fps, {key: _distinct(vals) for key, vals in sorted(values.items())}
+            ),
+            fingerprints={run: sorted(f) for run, f in fps.items() if len(f) > 1},
         )
-    values: dict[str, list[Any]] = defaultdict(list)
-    # Most results share one settings object: deduplicate whole objects first, then their values.
-    for encoded in encoded_settings:
-        for key, value in orjson.loads(encoded).items():
-            values[key].append(value)
-    all_fps = sorted(set().union(*fps.values())) if fps else []
-    return Scan(
-        rates=rows,
-        epochs={key: (n, c) for key, (n, c) in epoch_tally.items()},
-        failures=dict(sorted(fail_counter.items(), key=lambda kv: (-kv[1], kv[0]))),
-        reliability=Reliability(model, len(results), attempts, retries, retried, errored, failed),
-        settings=ModelSettings(
-            model, sorted(served), all_fps, {key: _distinct(vals) for key, vals in sorted(values.items())}
-        ),
-        fingerprints={run: sorted(f) for run, f in fps.items() if len(f) > 1},
-    )
 
 
 def k_values(max_n: int) -> list[int]:
@@ -275,7 +330,7 @@ def _distinct(values: Iterable[Any]) -> list[str]:
     return sorted({orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode() for v in values})
 
 
-def model_settings(model: str, results: list[Result]) -> ModelSettings:
+def model_settings(model: str, results: Iterable[Result]) -> ModelSettings:
     return scan(model, results).settings
 
 

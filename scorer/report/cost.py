@@ -115,25 +115,40 @@ def _add(row: CostRow, entry: Mapping[str, Any], price: Price | None) -> None:
 
 
 def cost(entries: Iterable[Mapping[str, Any]], prices: Prices) -> Cost:
-    per_model: dict[str, CostRow] = {}
-    per_test: dict[str, CostRow] = {}
-    out = Cost(prices.currency)
-    unpriced: set[str] = set()
+    tally = CostTally(prices)
     for entry in entries:
+        tally.add(entry)
+    return tally.finish()
+
+
+class CostTally:
+    """Cost gathered a traffic line at a time (memory: a row per model and per test)."""
+
+    def __init__(self, prices: Prices) -> None:
+        self.prices = prices
+        self.per_model: dict[str, CostRow] = {}
+        self.per_test: dict[str, CostRow] = {}
+        self.out = Cost(prices.currency)
+        self.unpriced: set[str] = set()
+
+    def add(self, entry: Mapping[str, Any]) -> None:
         model = str(entry.get("model") or "–")
-        found = prices.find(entry.get("model"), entry.get("served_model"))
+        found = self.prices.find(entry.get("model"), entry.get("served_model"))
         price = found[1] if found is not None else None
         if price is None:
-            unpriced.add(model)
-        _add(per_model.setdefault(model, CostRow(model)), entry, price)
+            self.unpriced.add(model)
+        _add(self.per_model.setdefault(model, CostRow(model)), entry, price)
         test = entry.get("test")
         if test:
-            _add(per_test.setdefault(str(test), CostRow(str(test))), entry, price)
-        _add(out.total, entry, price)
-    out.per_model = [per_model[k] for k in sorted(per_model)]
-    out.per_test = [per_test[k] for k in sorted(per_test)]
-    out.unpriced_models = sorted(unpriced)
-    return out
+            _add(self.per_test.setdefault(str(test), CostRow(str(test))), entry, price)
+        _add(self.out.total, entry, price)
+
+    def finish(self) -> Cost:
+        out = self.out
+        out.per_model = [self.per_model[k] for k in sorted(self.per_model)]
+        out.per_test = [self.per_test[k] for k in sorted(self.per_test)]
+        out.unpriced_models = sorted(self.unpriced)
+        return out
 
 
 @dataclass

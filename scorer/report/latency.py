@@ -6,12 +6,12 @@ per model: ITL over all gaps of all exchanges (not a mean of per-request means),
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from scorer.report.value_counts import ValueCounts, counted, exact_sum_over, median, percentiles
 from scorer.results import ExchangeScore, Result
 
 # Headline percentiles (vLLM prints p50/p90/p99), then the points the HTML charts draw: a box (p5..p95) and a CDF.
@@ -58,17 +58,21 @@ class Timing:
     loop_lag_ms: Dist = field(default_factory=Dist)
 
 
-def distribution(values_us: Iterable[float] | np.ndarray) -> Dist:
-    """Summarise microsecond values as a Dist in milliseconds (numpy's linear-interpolation percentiles)."""
-    arr = values_us if isinstance(values_us, np.ndarray) else np.fromiter(values_us, dtype=float)
-    if arr.size == 0:
+def distribution(values_us: Iterable[float] | np.ndarray | ValueCounts) -> Dist:
+    """Summarise microsecond values as a Dist in milliseconds: numpy's linear-interpolation percentiles, and the
+    exact mean (rounded once), taken from the values' counts (scorer.report.value_counts) so that the order the
+    values came in, and whether they were all held at once, changes nothing."""
+    found = values_us if isinstance(values_us, ValueCounts) else counted(values_us)
+    values, counts = found.sorted()
+    if counts.size == 0:
         return Dist()
-    ms = arr.astype(float) / 1000.0
-    qs = np.percentile(ms, [*HEADLINE, *BOX, *CDF])
+    n = int(counts.sum())
+    ms = values / 1000.0
+    qs = percentiles(ms, counts, [*HEADLINE, *BOX, *CDF])
     head, box, cdf = qs[: len(HEADLINE)], qs[len(HEADLINE) : len(HEADLINE) + len(BOX)], qs[len(HEADLINE) + len(BOX) :]
     return Dist(
-        count=int(arr.size),
-        mean=float(ms.mean()),
+        count=n,
+        mean=exact_sum_over(ms, counts, n),
         p50=float(head[0]),
         p90=float(head[1]),
         p99=float(head[2]),
@@ -84,56 +88,100 @@ def timing(results: Iterable[Result]) -> Timing:
 
 def exchange_timing(exchanges: Iterable[ExchangeScore]) -> Timing:
     """Pool the timing of these exchanges."""
-    ttft: list[float] = []
-    tpot: list[float] = []
-    e2el: list[float] = []
-    itl_lists: list[Sequence[float]] = []
-    n_gaps = 0
-    tokens: list[float] = []
-    tokens_e2el: list[float] = []
-    lags: list[float] = []
-    n = streamed = counted = total_tokens = 0
+    tally = TimingTally()
     for ex in exchanges:
-        n += 1
+        tally.add(ex)
+    return tally.finish()
+
+
+class ExactSum:
+    """A running sum of floats kept exact (an integer over a power of two), rounded once when read."""
+
+    __slots__ = ("_num", "_shift")
+
+    def __init__(self) -> None:
+        self._num = 0
+        self._shift = 0
+
+    def add(self, value: float) -> None:
+        num, den = float(value).as_integer_ratio()
+        shift = den.bit_length() - 1
+        if shift > self._shift:
+            self._num <<= shift - self._shift
+            self._shift = shift
+        self._num += num << (self._shift - shift)
+
+    def ratio_to(self, numerator: int) -> float:
+        """numerator / this sum, rounded once."""
+        return (numerator << self._shift) / self._num
+
+
+class TimingTally:
+    """Timing pooled one exchange at a time, in memory bounded by the distinct values (see distribution)."""
+
+    __slots__ = (
+        "counted",
+        "e2el",
+        "itl",
+        "lags",
+        "measured_tokens",
+        "n",
+        "seconds",
+        "streamed",
+        "tokens",
+        "tokens_per_s",
+        "tpot",
+        "ttft",
+    )
+
+    def __init__(self) -> None:
+        self.ttft, self.tpot, self.itl, self.e2el = ValueCounts(), ValueCounts(), ValueCounts(), ValueCounts()
+        self.lags, self.tokens_per_s = ValueCounts(), ValueCounts()
+        self.seconds = ExactSum()
+        self.n = self.streamed = self.counted = self.tokens = self.measured_tokens = 0
+
+    def add(self, ex: ExchangeScore) -> None:
+        self.n += 1
         lag = ex.loop_lag_us
         if lag is not None:
-            lags.append(lag)
+            self.lags.add(lag)
         first = ex.ttft_us
         if first is not None:
-            streamed += 1
-            ttft.append(first)
+            self.streamed += 1
+            self.ttft.add(first)
         per_token = ex.tpot_us
         if per_token is not None:
-            tpot.append(per_token)
+            self.tpot.add(per_token)
         gaps = ex.itl_us
         if gaps:
-            itl_lists.append(gaps)
-            n_gaps += len(gaps)
+            self.itl.extend(gaps)
         end = ex.e2el_us
         if end is not None:
-            e2el.append(end)
+            self.e2el.add(end)
         out = ex.output_tokens
         if out is not None:
-            total_tokens += out
+            self.tokens += out
             if ex.tokens_source == "counted":
-                counted += 1
+                self.counted += 1
             if end:
-                tokens.append(out)
-                tokens_e2el.append(end)
-    # One pass over all gaps into a preallocated array: half the cost of an array per exchange.
-    itl = np.fromiter(itertools.chain.from_iterable(itl_lists), dtype=float, count=n_gaps)
-    tok = np.asarray(tokens, dtype=float)
-    tok_s = np.asarray(tokens_e2el, dtype=float) / 1e6
-    return Timing(
-        exchanges=n,
-        streamed=streamed,
-        ttft_ms=distribution(np.asarray(ttft, dtype=float)),
-        tpot_ms=distribution(np.asarray(tpot, dtype=float)),
-        itl_ms=distribution(itl),
-        e2el_ms=distribution(np.asarray(e2el, dtype=float)),
-        output_tokens=total_tokens,
-        tokens_counted=counted,
-        tokens_per_s_median=float(np.median(tok / tok_s)) if tok.size else None,
-        tokens_per_s_pooled=float(tok.sum() / tok_s.sum()) if tok.size else None,
-        loop_lag_ms=distribution(np.asarray(lags, dtype=float)),
-    )
+                seconds = float(end) / 1e6
+                self.tokens_per_s.add(float(out) / seconds)
+                self.seconds.add(seconds)
+                self.measured_tokens += out
+
+    def finish(self) -> Timing:
+        rates = self.tokens_per_s.sorted()
+        measured = rates[1].size > 0
+        return Timing(
+            exchanges=self.n,
+            streamed=self.streamed,
+            ttft_ms=distribution(self.ttft),
+            tpot_ms=distribution(self.tpot),
+            itl_ms=distribution(self.itl),
+            e2el_ms=distribution(self.e2el),
+            output_tokens=self.tokens,
+            tokens_counted=self.counted,
+            tokens_per_s_median=median(*rates) if measured else None,
+            tokens_per_s_pooled=self.seconds.ratio_to(self.measured_tokens) if measured else None,
+            loop_lag_ms=distribution(self.lags),
+        )

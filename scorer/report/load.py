@@ -67,6 +67,22 @@ def load(path: Location, *, jobs: int = 1) -> Scores:
 
 
 def _from_url(url: str, jobs: int) -> Scores:
+    with _fetched(url) as found:
+        if found is not None:
+            scores_url, local = found
+            scores = _from_file(local)
+            scores.source, scores.base, scores.remote_base = scores_url, Path.cwd(), scores_url.rsplit("/", 1)[0]
+            return scores
+    traffic: list[dict[str, Any]] = []
+    meta, results = _rescore([url], jobs, traffic)
+    # Results name these cassettes by their URLs; the base only resolves relative names.
+    return Scores(f"{url} (rescored in memory)", Path.cwd(), meta, results, traffic)
+
+
+@contextmanager
+def _fetched(url: str) -> Iterator[tuple[str, Path] | None]:
+    """The scores file at URL (or in the prefix URL) fetched to a temporary local copy while the context is open:
+    (its URL, the copy); None when there is none, so that the cassettes under the prefix are to be rescored."""
     import tempfile
 
     from bench import storage
@@ -78,23 +94,65 @@ def _from_url(url: str, jobs: int) -> Scores:
         found = fs.isfile(scores_url)
     except Exception as exc:
         raise BenchError(storage.explain(url, exc)) from None
-    if found:
-        # Read from a local copy: one GET, then the same line-at-a-time reader as a local file.
-        with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
-            local = Path(tmp) / SCORES_NAME
+    if not found:
+        if url.endswith(".jsonl"):
+            raise BenchError(f"{url}: no such scores file; check the URL, or give the prefix of the cassettes")
+        yield None
+        return
+    # Read from a local copy: one GET, then the same line-at-a-time reader as a local file.
+    with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
+        local = Path(tmp) / SCORES_NAME
+        try:
+            fs.get_file(scores_url, str(local))
+        except Exception as exc:
+            raise BenchError(storage.explain(scores_url, exc)) from None
+        yield scores_url, local
+
+
+@dataclass
+class Stream:
+    """A scores file being read: its meta line, and its result and traffic lines one at a time, in the file's
+    order, for a reader that aggregates as it reads (one pass, memory bounded by what it keeps)."""
+
+    source: str
+    base: Path
+    meta: Meta
+    lines: Iterator[Result | dict[str, Any]]
+    remote_base: str | None = None
+
+
+@contextmanager
+def stream(path: Location, *, jobs: int = 1) -> Iterator[Stream]:
+    """`load(path)` as one pass over the scores file while the context is open; cassettes rescored in memory (no
+    scores file to read) are streamed from the results held."""
+    from scorer.scores_io import open_scores
+
+    if is_url(path):
+        with _fetched(str(path)) as found:
+            if found is not None:
+                scores_url, local = found
+                meta, lines = open_scores(local)
+                try:
+                    yield Stream(scores_url, Path.cwd(), meta, _bare(lines), scores_url.rsplit("/", 1)[0])
+                finally:
+                    lines.close()  # type: ignore[attr-defined]
+                return
+    else:
+        file = scores_file(path)
+        if file is not None:
+            meta, lines = open_scores(file)
             try:
-                fs.get_file(scores_url, str(local))
-            except Exception as exc:
-                raise BenchError(storage.explain(scores_url, exc)) from None
-            scores = _from_file(local)
-        scores.source, scores.base, scores.remote_base = scores_url, Path.cwd(), scores_url.rsplit("/", 1)[0]
-        return scores
-    if url.endswith(".jsonl"):
-        raise BenchError(f"{url}: no such scores file; check the URL, or give the prefix of the cassettes")
-    traffic: list[dict[str, Any]] = []
-    meta, results = _rescore([url], jobs, traffic)
-    # Results name these cassettes by their URLs; the base only resolves relative names.
-    return Scores(f"{url} (rescored in memory)", Path.cwd(), meta, results, traffic)
+                yield Stream(str(file), file.parent, meta, _bare(lines))
+            finally:
+                lines.close()  # type: ignore[attr-defined]
+            return
+    scores = load(path, jobs=jobs)
+    yield Stream(scores.source, scores.base, scores.meta, iter([*scores.results, *scores.traffic]), scores.remote_base)
+
+
+def _bare(lines: Iterator[tuple[int, Result | dict[str, Any]]]) -> Iterator[Result | dict[str, Any]]:
+    for _, line in lines:
+        yield line
 
 
 def _rescore(paths: Sequence[Location], jobs: int, traffic: list[dict[str, Any]]) -> tuple[Meta, list[Result]]:

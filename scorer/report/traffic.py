@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
 
-from scorer.report.latency import Timing, exchange_timing
+from scorer.report.latency import Timing, TimingTally
 from scorer.results import ExchangeScore
 
 NO_VALUE = "–"
@@ -71,39 +71,40 @@ def _iso(started_us: Any) -> str:
     return datetime.fromtimestamp(started_us / 1e6, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _row(key: tuple[str, str, str, str], entries: list[Mapping[str, Any]]) -> TrafficRow:
-    endpoint, model, served, client = key
-    statuses = Counter("none" if e.get("status") is None else str(e["status"]) for e in entries)
-    outcomes = Counter(str(e.get("outcome")) for e in entries)
-    failed = sum(1 for e in entries if e.get("failed"))
-    unknown: Counter[str] = Counter()
-    for e in entries:
-        unknown.update(e.get("unknown_events") or {})
-    inputs = [e["input_tokens"] for e in entries if isinstance(e.get("input_tokens"), int)]
-    cached = [e["cached_input_tokens"] for e in entries if isinstance(e.get("cached_input_tokens"), int)]
-    outputs = [e["output_tokens"] for e in entries if isinstance(e.get("output_tokens"), int)]
-    fingerprints = list(dict.fromkeys(str(e["system_fingerprint"]) for e in entries if e.get("system_fingerprint")))
-    return TrafficRow(
-        endpoint=endpoint,
-        model=model,
-        served_model=served,
-        client=client,
-        requests=len(entries),
-        statuses=dict(sorted(statuses.items())),
-        outcomes=dict(sorted(outcomes.items())),
-        failed=failed,
-        error_rate=failed / len(entries),
-        input_tokens=sum(inputs),
-        input_reported=sum(
-            1
-            for e in entries
-            if e.get("input_tokens_source", "usage") == "usage" and isinstance(e.get("input_tokens"), int)
-        ),
-        input_counted=sum(1 for e in entries if e.get("input_tokens_source") == "counted"),
-        cached_input_tokens=sum(cached),
-        output_tokens=sum(outputs),
-        output_counted=sum(1 for e in entries if e.get("tokens_source") == "counted"),
-        timing=exchange_timing(
+class RowTally:
+    """One traffic row's numbers, gathered one traffic line at a time."""
+
+    def __init__(self) -> None:
+        self.requests = self.failed = 0
+        self.statuses: Counter[str] = Counter()
+        self.outcomes: Counter[str] = Counter()
+        self.unknown: Counter[str] = Counter()
+        self.input_tokens = self.input_reported = self.input_counted = 0
+        self.cached_input_tokens = self.output_tokens = self.output_counted = 0
+        self.fingerprints: dict[str, None] = {}
+        self.timing = TimingTally()
+
+    def add(self, e: Mapping[str, Any]) -> None:
+        self.requests += 1
+        self.statuses["none" if e.get("status") is None else str(e["status"])] += 1
+        self.outcomes[str(e.get("outcome"))] += 1
+        self.failed += 1 if e.get("failed") else 0
+        self.unknown.update(e.get("unknown_events") or {})
+        inputs = e.get("input_tokens")
+        if isinstance(inputs, int):
+            self.input_tokens += inputs
+            self.input_reported += e.get("input_tokens_source", "usage") == "usage"
+        self.input_counted += e.get("input_tokens_source") == "counted"
+        cached = e.get("cached_input_tokens")
+        if isinstance(cached, int):
+            self.cached_input_tokens += cached
+        outputs = e.get("output_tokens")
+        if isinstance(outputs, int):
+            self.output_tokens += outputs
+        self.output_counted += e.get("tokens_source") == "counted"
+        if e.get("system_fingerprint"):
+            self.fingerprints.setdefault(str(e["system_fingerprint"]), None)
+        self.timing.add(
             ExchangeScore(
                 ttft_us=e.get("ttft_us"),
                 e2el_us=e.get("e2el_us"),
@@ -112,48 +113,103 @@ def _row(key: tuple[str, str, str, str], entries: list[Mapping[str, Any]]) -> Tr
                 output_tokens=e.get("output_tokens"),
                 tokens_source=e.get("tokens_source"),
             )
-            for e in entries
-        ),
-        fingerprints=fingerprints,
-        unknown_events=dict(sorted(unknown.items())),
-    )
+        )
+
+    def finish(self, key: tuple[str, str, str, str]) -> TrafficRow:
+        endpoint, model, served, client = key
+        return TrafficRow(
+            endpoint=endpoint,
+            model=model,
+            served_model=served,
+            client=client,
+            requests=self.requests,
+            statuses=dict(sorted(self.statuses.items())),
+            outcomes=dict(sorted(self.outcomes.items())),
+            failed=self.failed,
+            error_rate=self.failed / self.requests,
+            input_tokens=self.input_tokens,
+            input_reported=self.input_reported,
+            input_counted=self.input_counted,
+            cached_input_tokens=self.cached_input_tokens,
+            output_tokens=self.output_tokens,
+            output_counted=self.output_counted,
+            timing=self.timing.finish(),
+            fingerprints=list(self.fingerprints),
+            unknown_events=dict(sorted(self.unknown.items())),
+        )
 
 
-def _changes(entries: Iterable[Mapping[str, Any]]) -> list[FingerprintChange]:
-    by_model: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for e in entries:
-        if e.get("system_fingerprint"):
-            by_model[str(e.get("model") or NO_VALUE)].append(e)
-    out: list[FingerprintChange] = []
-    for model in sorted(by_model):
-        seen = sorted(by_model[model], key=lambda e: (e.get("started") or 0, e.get("cassette") or "", e["id"]))
-        for prev, cur in pairwise(seen):
-            if prev["system_fingerprint"] != cur["system_fingerprint"]:
-                out.append(
-                    FingerprintChange(
-                        model=model,
-                        at=_iso(cur.get("started")),
-                        exchange=f"{cur.get('cassette')}#{cur['id']}",
-                        before=str(prev["system_fingerprint"]),
-                        after=str(cur["system_fingerprint"]),
-                    )
-                )
-    return out
+class TrafficTally:
+    """The traffic section built one traffic line at a time: memory bounded by the rows and the distinct timing
+    values, except for the fingerprint changes, which need every request that carried a fingerprint in start order
+    (held as small tuples of shared strings)."""
 
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str, str, str], RowTally] = {}
+        self.exchanges = self.untagged = 0
+        # model -> (started or 0, cassette or "", id, line number, fingerprint, started, cassette): sorted by the
+        # first three, in line order among equals.
+        self.stamped: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+        self._names: dict[str, str] = {}
 
-def traffic(entries: list[dict[str, Any]]) -> Traffic:
-    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
-    for e in entries:
+    def _shared(self, text: str) -> str:
+        return self._names.setdefault(text, text)
+
+    def add(self, e: Mapping[str, Any]) -> None:
         key = (
             str(e.get("endpoint") or NO_VALUE),
             str(e.get("model") or NO_VALUE),
             str(e.get("served_model") or NO_VALUE),
             str(e.get("client") or NO_VALUE),
         )
-        groups[key].append(e)
-    return Traffic(
-        rows=[_row(key, groups[key]) for key in sorted(groups)],
-        fingerprint_changes=_changes(entries),
-        exchanges=len(entries),
-        untagged=sum(1 for e in entries if not e.get("test")),
-    )
+        row = self.rows.get(key)
+        if row is None:
+            row = self.rows[key] = RowTally()
+        row.add(e)
+        fingerprint = e.get("system_fingerprint")
+        if fingerprint:
+            self.stamped[self._shared(str(e.get("model") or NO_VALUE))].append(
+                (
+                    e.get("started") or 0,
+                    self._shared(e.get("cassette") or ""),
+                    e["id"],
+                    self.exchanges,
+                    self._shared(fingerprint),
+                    e.get("started"),
+                    e.get("cassette"),
+                )
+            )
+        self.exchanges += 1
+        self.untagged += not e.get("test")
+
+    def finish(self) -> Traffic:
+        return Traffic(
+            rows=[self.rows[key].finish(key) for key in sorted(self.rows)],
+            fingerprint_changes=self._changes(),
+            exchanges=self.exchanges,
+            untagged=self.untagged,
+        )
+
+    def _changes(self) -> list[FingerprintChange]:
+        out: list[FingerprintChange] = []
+        for model in sorted(self.stamped):
+            seen = sorted(self.stamped[model])
+            for prev, cur in pairwise(seen):
+                if prev[4] != cur[4]:
+                    out.append(
+                        FingerprintChange(
+                            model=model,
+                            at=_iso(cur[5]),
+                            exchange=f"{cur[6]}#{cur[2]}",
+                            before=str(prev[4]),
+                            after=str(cur[4]),
+                        )
+                    )
+        return out
+
+
+def traffic(entries: Iterable[Mapping[str, Any]]) -> Traffic:
+    tally = TrafficTally()
+    for e in entries:
+        tally.add(e)
+    return tally.finish()
