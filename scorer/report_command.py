@@ -91,15 +91,27 @@ def run_compare(args: argparse.Namespace) -> int:
 
     jobs = _check_jobs(args.jobs)
     prices = _load_prices(getattr(args, "prices", None))
-    a, b = load.load(args.a, jobs=jobs), load.load(args.b, jobs=jobs)
-    result = compare.compare(a, b)
+    # Each run read in one pass, keeping a small record per result (no checks, no timing); cost, when asked, is
+    # counted from the traffic lines in the same pass.
+    sides, costs = [], []
+    for path in (args.a, args.b):
+        with load.stream(path, jobs=jobs) as scores:
+            if prices is None:
+                sides.append(compare.side(scores))
+            else:
+                from scorer.report.cost import CostTally
+
+                tally = CostTally(prices)
+                sides.append(compare.side(_costed(scores, tally)))
+                costs.append(tally.finish())
+    result = compare.compare(*sides)
     body = {**dataclasses.asdict(result), "significant_regression": result.significant_regression}
     sections = compare_sections.sections(result)
     if prices is not None:
-        from scorer.report.cost import cost, cost_delta
+        from scorer.report.cost import cost_delta
         from scorer.report.cost_sections import cost_delta_section
 
-        delta = cost_delta(cost(a.traffic, prices), cost(b.traffic, prices))
+        delta = cost_delta(*costs)
         body["cost"] = {"currency": prices.currency, "models": [dataclasses.asdict(d) for d in delta]}
         sections.append(cost_delta_section(delta, prices.currency))
     _render(args.format, args.out, formats.Document(sections=sections, body=body, warnings=result.warnings))
@@ -114,7 +126,12 @@ def run_health(args: argparse.Namespace) -> int:
     from scorer.report import health, health_sections, load
 
     jobs = _check_jobs(args.jobs)
-    result = health.health([load.load(path, jobs=jobs) for path in args.runs])
+    tally, sources = health.HealthTally(), []
+    for i, path in enumerate(args.runs):  # one run at a time, a result at a time
+        with load.stream(path, jobs=jobs) as scores:
+            tally.run(i, scores)
+            sources.append(scores.source)
+    result = tally.finish(sources)
     body = {
         **dataclasses.asdict(result),
         "saturated": [t.test for t in result.saturated],
@@ -122,6 +139,21 @@ def run_health(args: argparse.Namespace) -> int:
     }
     _render(args.format, args.out, formats.Document(sections=health_sections.sections(result), body=body))
     return 0
+
+
+def _costed(scores: Any, tally: Any) -> Any:
+    """The stream with its traffic lines counted into `tally` as they go by."""
+    import dataclasses as dc
+
+    from scorer.results import Result
+
+    def lines() -> Any:
+        for line in scores.lines:
+            if not isinstance(line, Result):
+                tally.add(line)
+            yield line
+
+    return dc.replace(scores, lines=lines())
 
 
 def _load_prices(path: Path | None) -> Any:

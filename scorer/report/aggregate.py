@@ -218,7 +218,8 @@ class ModelTally:
     """One model's counts, gathered a result at a time: memory bounded by its groups (suites, categories, tests
     and runs, distinct settings and fingerprints) and, for timing, by the distinct timing values."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, timed: bool = True) -> None:
+        self.timed = timed  # a comparison needs no timing
         # One count per (suite, category, status, passed) combination: a handful of keys, summed into groups after.
         self.combos: Counter[tuple[str, str, str, bool]] = Counter()
         self.epoch_tally: dict[tuple[str | None, str], list[int]] = defaultdict(lambda: [0, 0])
@@ -249,7 +250,8 @@ class ModelTally:
             code = ex.status
             if ex.outcome != "complete" or not isinstance(code, int) or code >= 400:
                 self.failed += 1
-            self.timing.add(ex)
+            if self.timed:
+                self.timing.add(ex)
         if result.served_model:
             self.served.add(str(result.served_model))
         if result.system_fingerprint:

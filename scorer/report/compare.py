@@ -11,11 +11,14 @@ from __future__ import annotations
 import shlex
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from scorer.report.aggregate import model_settings, run_info
-from scorer.report.load import Scores
+import msgspec
+
+from scorer.report.aggregate import ModelSettings, ModelTally, run_info
+from scorer.report.load import Scores, Stream
 from scorer.report.stats import mcnemar_exact, paired_bootstrap
-from scorer.results import Result
+from scorer.results import Meta, Result
 
 ALPHA = 0.05
 RULE = (
@@ -76,22 +79,63 @@ class Comparison:
         return any(d.significant and d.regressed > d.improved for d in self.deltas)
 
 
-def index(scores: Scores, side: str, warnings: list[str]) -> dict[Key, Result]:
-    """(model, test, epoch) -> result; when several runs share a key the last one in the file wins, with a warning."""
-    out: dict[Key, Result] = {}
+class Paired(msgspec.Struct, frozen=True, gc=False):
+    """What a comparison keeps of a result: no checks, no timing (most of a line), only the ids of its final
+    exchanges for the `bench cassette show` hints."""
+
+    status: str
+    passed: bool | None
+    score: float | None
+    test_hash: str | None
+    category: str | None
+    failure_type: str | None
+    cassette: str
+    final_ids: tuple[str, ...]
+
+
+@dataclass
+class Side:
+    """One run as a comparison needs it, gathered in one pass over its results: memory grows with its results (a
+    small record each), not with their exchanges."""
+
+    source: str
+    base: Path
+    remote_base: str | None
+    meta: Meta
+    index: dict[Key, Paired]  # (model, test, epoch) -> the last result with that key in the file
+    duplicates: int
+    settings: dict[str, ModelSettings]  # per model
+
+
+def side(scores: Scores | Stream) -> Side:
+    results = scores.results if isinstance(scores, Scores) else (x for x in scores.lines if isinstance(x, Result))
+    index: dict[Key, Paired] = {}
+    tallies: dict[str, ModelTally] = {}
     duplicates = 0
-    for result in scores.results:
+    for result in results:
         key = (str(result.model), str(result.test), int(result.epoch or 0))
-        duplicates += key in out
-        out[key] = result
-    if duplicates:
-        warnings.append(
-            f"{side} holds {duplicates} result(s) sharing a (model, test, epoch) with another run: the last one is used"
+        duplicates += key in index
+        exchanges = result.exchanges or []
+        final = [ex for ex in exchanges if ex.final] or exchanges
+        index[key] = Paired(
+            result.status,
+            result.passed,
+            result.score,
+            result.test_hash,
+            result.category,
+            result.failure_type,
+            result.cassette,
+            tuple(ex.id for ex in final),
         )
-    return out
+        tally = tallies.get(key[0])
+        if tally is None:
+            tally = tallies[key[0]] = ModelTally(timed=False)
+        tally.add(result)
+    settings = {model: tally.finish(model).settings for model, tally in tallies.items()}
+    return Side(scores.source, scores.base, scores.remote_base, scores.meta, index, duplicates, settings)
 
 
-def show_commands(scores: Scores, result: Result) -> list[str]:
+def show_commands(run: Side, result: Paired) -> list[str]:
     cassette = result.cassette
     if not cassette:
         return []
@@ -99,21 +143,27 @@ def show_commands(scores: Scores, result: Result) -> list[str]:
     # object storage is next to it there.
     if "://" in cassette:
         where = cassette
-    elif scores.remote_base is not None:
-        where = scores.remote_base + "/" + cassette
+    elif run.remote_base is not None:
+        where = run.remote_base + "/" + cassette
     else:
-        where = str(scores.base / cassette)
+        where = str(run.base / cassette)
     path = shlex.quote(where)
-    exchanges = result.exchanges or []
-    final = [ex for ex in exchanges if ex.final] or exchanges
-    return [f"bench cassette show {path} --id {shlex.quote(ex.id)}" for ex in final]
+    return [f"bench cassette show {path} --id {shlex.quote(ident)}" for ident in result.final_ids]
 
 
-def compare(a: Scores, b: Scores) -> Comparison:
+def compare(first: Scores | Stream | Side, second: Scores | Stream | Side) -> Comparison:
+    a = first if isinstance(first, Side) else side(first)
+    b = second if isinstance(second, Side) else side(second)
     warnings = like_for_like(a, b)
-    ia, ib = index(a, "A", warnings), index(b, "B", warnings)
+    for run, name in ((a, "A"), (b, "B")):
+        if run.duplicates:
+            warnings.append(
+                f"{name} holds {run.duplicates} result(s) sharing a (model, test, epoch) with another run: "
+                "the last one is used"
+            )
+    ia, ib = a.index, b.index
     shared = sorted(set(ia) & set(ib))
-    both: list[tuple[Key, Result, Result]] = []
+    both: list[tuple[Key, Paired, Paired]] = []
     not_comparable = hash_changed = 0
     for key in shared:
         ra, rb = ia[key], ib[key]
@@ -130,7 +180,7 @@ def compare(a: Scores, b: Scores) -> Comparison:
         pa, pb = bool(ra.passed), bool(rb.passed)
         if pa == pb:
             continue
-        loser, scores = (rb, b) if pa else (ra, a)
+        loser, run = (rb, b) if pa else (ra, a)
         change = Change(
             model,
             test,
@@ -139,7 +189,7 @@ def compare(a: Scores, b: Scores) -> Comparison:
             "pass" if pa else "fail",
             "pass" if pb else "fail",
             loser.failure_type,
-            show_commands(scores, loser),
+            show_commands(run, loser),
         )
         (regressions if pa else improvements).append(change)
     deltas = paired_deltas(both)
@@ -168,8 +218,8 @@ def compare(a: Scores, b: Scores) -> Comparison:
     return comparison
 
 
-def paired_deltas(both: list[tuple[Key, Result, Result]]) -> list[Delta]:
-    groups: dict[tuple[str, str, str], list[tuple[Result, Result]]] = defaultdict(list)
+def paired_deltas(both: list[tuple[Key, Paired, Paired]]) -> list[Delta]:
+    groups: dict[tuple[str, str, str], list[tuple[Paired, Paired]]] = defaultdict(list)
     for (model, _test, _epoch), ra, rb in both:
         groups[(model, "overall", "")].append((ra, rb))
         groups[(model, "category", str(rb.category or "?"))].append((ra, rb))
@@ -202,7 +252,7 @@ def paired_deltas(both: list[tuple[Key, Result, Result]]) -> list[Delta]:
     return deltas
 
 
-def like_for_like(a: Scores, b: Scores) -> list[str]:
+def like_for_like(a: Side, b: Side) -> list[str]:
     """Warnings for every difference between the runs that could explain a change other than the model itself."""
     out: list[str] = []
     ra, rb = run_info(a.meta), run_info(b.meta)
@@ -229,18 +279,13 @@ def like_for_like(a: Scores, b: Scores) -> list[str]:
     return out
 
 
-def model_warnings(a: Scores, b: Scores) -> list[str]:
+def model_warnings(a: Side, b: Side) -> list[str]:
     out: list[str] = []
-    by_a: dict[str, list[Result]] = defaultdict(list)
-    by_b: dict[str, list[Result]] = defaultdict(list)
-    for result in a.results:
-        by_a[str(result.model)].append(result)
-    for result in b.results:
-        by_b[str(result.model)].append(result)
+    by_a, by_b = a.settings, b.settings
     for model in sorted(set(by_a) ^ set(by_b)):
         out.append(f"model {model} is only in {'A' if model in by_a else 'B'}")
     for model in sorted(set(by_a) & set(by_b)):
-        sa, sb = model_settings(model, by_a[model]), model_settings(model, by_b[model])
+        sa, sb = by_a[model], by_b[model]
         for key in sorted(set(sa.settings) | set(sb.settings)):
             va, vb = sa.settings.get(key, []), sb.settings.get(key, [])
             if va != vb:

@@ -7,9 +7,10 @@ that nobody ever passes measures nothing any more; one whose epochs disagree mea
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scorer.report.load import Scores
+from scorer.report.load import Scores, Stream
 from scorer.results import Result
 
 # Pass rates of the best and worst model must differ by at least this much for a test to count as separating.
@@ -67,49 +68,76 @@ def verdict(scored: int, passed: int, rates: dict[str, float]) -> tuple[str, flo
     return ("weak" if spread > 0 else "same for all models"), spread
 
 
-def health(runs: list[Scores]) -> Health:
-    per_test: dict[str, list[tuple[int, Result]]] = defaultdict(list)
-    models: set[str] = set()
+def health(runs: Sequence[Scores | Stream]) -> Health:
+    """Health over the runs, each read once, a result at a time: memory bounded by the tests, models, runs and
+    epoch groups tallied, not by the results."""
+    tally = HealthTally()
     for i, scores in enumerate(runs):
-        for result in scores.results:
-            per_test[str(result.test)].append((i, result))
-            models.add(str(result.model))
-    tests = [test_health(test, items) for test, items in sorted(per_test.items())]
-    counts: dict[str, int] = defaultdict(int)
-    for t in tests:
-        counts[t.verdict] += 1
-    return Health([s.source for s in runs], sorted(models), SEPARATION, tests, dict(sorted(counts.items())))
+        tally.run(i, scores)
+    return tally.finish([s.source for s in runs])
 
 
-def test_health(test: str, items: list[tuple[int, Result]]) -> TestHealth:
-    model_tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    run_tally: dict[tuple[int, str | None], list[int]] = defaultdict(lambda: [0, 0])
-    epoch_tally: dict[tuple[int, str | None, str], list[int]] = defaultdict(lambda: [0, 0])
-    for i, result in items:
+class TestTally:
+    """One test's counts across the runs."""
+
+    __test__ = False  # not a pytest class, whatever its name
+
+    def __init__(self, suite: str, category: str) -> None:
+        self.suite, self.category = suite, category
+        self.model_tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        self.run_tally: dict[tuple[int, str | None], list[int]] = defaultdict(lambda: [0, 0])
+        self.epoch_tally: dict[tuple[int, str | None, str], list[int]] = defaultdict(lambda: [0, 0])
+
+    def add(self, i: int, result: Result) -> None:
         if result.status != "scored":
-            continue
+            return
         ok = int(bool(result.passed))
         model, run = str(result.model), result.run
-        for tally in (model_tally[model], run_tally[(i, run)], epoch_tally[(i, run, model)]):
+        for tally in (self.model_tally[model], self.run_tally[(i, run)], self.epoch_tally[(i, run, model)]):
             tally[0] += 1
             tally[1] += ok
-    scored = sum(n for n, _ in model_tally.values())
-    passed = sum(c for _, c in model_tally.values())
-    rates = {m: c / n for m, (n, c) in sorted(model_tally.items())}
-    kind, spread = verdict(scored, passed, rates)
-    groups = [(n, c) for n, c in epoch_tally.values() if n >= 2]
-    first = items[0][1]
-    return TestHealth(
-        test=test,
-        suite=str(first.suite or "?"),
-        category=str(first.category or "?"),
-        scored=scored,
-        pass_rate=passed / scored if scored else None,
-        model_rates=rates,
-        spread=spread,
-        verdict=kind,
-        runs=len(run_tally),
-        saturated_runs=sum(1 for n, c in run_tally.values() if n == c),
-        epoch_groups=len(groups),
-        unstable_groups=sum(1 for n, c in groups if 0 < c < n),
-    )
+
+    def finish(self, test: str) -> TestHealth:
+        scored = sum(n for n, _ in self.model_tally.values())
+        passed = sum(c for _, c in self.model_tally.values())
+        rates = {m: c / n for m, (n, c) in sorted(self.model_tally.items())}
+        kind, spread = verdict(scored, passed, rates)
+        groups = [(n, c) for n, c in self.epoch_tally.values() if n >= 2]
+        return TestHealth(
+            test=test,
+            suite=self.suite,
+            category=self.category,
+            scored=scored,
+            pass_rate=passed / scored if scored else None,
+            model_rates=rates,
+            spread=spread,
+            verdict=kind,
+            runs=len(self.run_tally),
+            saturated_runs=sum(1 for n, c in self.run_tally.values() if n == c),
+            epoch_groups=len(groups),
+            unstable_groups=sum(1 for n, c in groups if 0 < c < n),
+        )
+
+
+class HealthTally:
+    def __init__(self) -> None:
+        self.tests: dict[str, TestTally] = {}
+        self.models: set[str] = set()
+
+    def run(self, i: int, scores: Scores | Stream) -> None:
+        results = scores.results if isinstance(scores, Scores) else (x for x in scores.lines if isinstance(x, Result))
+        for result in results:
+            test = str(result.test)
+            tally = self.tests.get(test)
+            if tally is None:
+                # A test's suite and category are those of its first result, as they were when every result was held.
+                tally = self.tests[test] = TestTally(str(result.suite or "?"), str(result.category or "?"))
+            tally.add(i, result)
+            self.models.add(str(result.model))
+
+    def finish(self, sources: list[str]) -> Health:
+        tests = [self.tests[test].finish(test) for test in sorted(self.tests)]
+        counts: dict[str, int] = defaultdict(int)
+        for t in tests:
+            counts[t.verdict] += 1
+        return Health(sources, sorted(self.models), SEPARATION, tests, dict(sorted(counts.items())))

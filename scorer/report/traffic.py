@@ -9,12 +9,15 @@ usage (such rows are marked). A system fingerprint that changes between consecut
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from array import array
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
+
+import numpy as np
 
 from scorer.report.latency import Timing, TimingTally
 from scorer.results import ExchangeScore
@@ -139,21 +142,59 @@ class RowTally:
         )
 
 
+class Stamped:
+    """One model's fingerprinted requests, in compact columns (about 30 bytes and the id's length each): their start
+    time, cassette and fingerprint (as numbers standing for shared strings), and ids packed end to end."""
+
+    NONE = -(1 << 63)  # a request without a start time
+
+    def __init__(self) -> None:
+        self.started = array("q")
+        self.cassettes = array("i")
+        self.fingerprints = array("i")
+        self.id_ends = array("q")
+        self.ids = bytearray()
+
+    def add(self, started: Any, cassette: int, fingerprint: int, ident: str) -> None:
+        self.started.append(started if isinstance(started, int) and started != self.NONE else self.NONE)
+        self.cassettes.append(cassette)
+        self.fingerprints.append(fingerprint)
+        self.ids += ident.encode("utf-8", "surrogatepass")
+        self.id_ends.append(len(self.ids))
+
+    def ident(self, i: int) -> str:
+        start = self.id_ends[i - 1] if i else 0
+        return self.ids[start : self.id_ends[i]].decode("utf-8", "surrogatepass")
+
+    def order(self, cassette_rank: list[int]) -> list[int]:
+        """Indices in the order (started or 0, cassette or "", id), equal ones in the order they came."""
+        started = np.frombuffer(self.started, dtype=np.int64)
+        when = np.where(started == self.NONE, 0, started)
+        where = np.asarray(cassette_rank, dtype=np.int64)[np.frombuffer(self.cassettes, dtype=np.int32)]
+        order = np.lexsort((where, when)).tolist()  # stable: equal keys keep their order
+        out: list[int] = []
+        i = 0
+        while i < len(order):
+            j = i + 1
+            while j < len(order) and when[order[j]] == when[order[i]] and where[order[j]] == where[order[i]]:
+                j += 1
+            tied = order[i:j]
+            out.extend(sorted(tied, key=self.ident) if len(tied) > 1 else tied)
+            i = j
+        return out
+
+
 class TrafficTally:
     """The traffic section built one traffic line at a time: memory bounded by the rows and the distinct timing
     values, except for the fingerprint changes, which need every request that carried a fingerprint in start order
-    (held as small tuples of shared strings)."""
+    (kept in compact columns, see Stamped)."""
 
     def __init__(self) -> None:
         self.rows: dict[tuple[str, str, str, str], RowTally] = {}
         self.exchanges = self.untagged = 0
-        # model -> (started or 0, cassette or "", id, line number, fingerprint, started, cassette): sorted by the
-        # first three, in line order among equals.
-        self.stamped: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-        self._names: dict[str, str] = {}
-
-    def _shared(self, text: str) -> str:
-        return self._names.setdefault(text, text)
+        self.stamped: dict[str, Stamped] = {}
+        self._cassettes: dict[Any, int] = {}
+        self._fingerprints: dict[Any, int] = {}
 
     def add(self, e: Mapping[str, Any]) -> None:
         key = (
@@ -168,16 +209,16 @@ class TrafficTally:
         row.add(e)
         fingerprint = e.get("system_fingerprint")
         if fingerprint:
-            self.stamped[self._shared(str(e.get("model") or NO_VALUE))].append(
-                (
-                    e.get("started") or 0,
-                    self._shared(e.get("cassette") or ""),
-                    e["id"],
-                    self.exchanges,
-                    self._shared(fingerprint),
-                    e.get("started"),
-                    e.get("cassette"),
-                )
+            model = str(e.get("model") or NO_VALUE)
+            stamped = self.stamped.get(model)
+            if stamped is None:
+                stamped = self.stamped[model] = Stamped()
+            cassette = e.get("cassette")
+            stamped.add(
+                e.get("started"),
+                self._cassettes.setdefault(cassette, len(self._cassettes)),
+                self._fingerprints.setdefault(fingerprint, len(self._fingerprints)),
+                str(e["id"]),
             )
         self.exchanges += 1
         self.untagged += not e.get("test")
@@ -191,18 +232,24 @@ class TrafficTally:
         )
 
     def _changes(self) -> list[FingerprintChange]:
+        cassettes = list(self._cassettes)
+        fingerprints = list(self._fingerprints)
+        names = {name: r for r, name in enumerate(sorted({c or "" for c in cassettes}))}
+        rank = [names[c or ""] for c in cassettes]  # None and "" sort as one
         out: list[FingerprintChange] = []
         for model in sorted(self.stamped):
-            seen = sorted(self.stamped[model])
-            for prev, cur in pairwise(seen):
-                if prev[4] != cur[4]:
+            stamped = self.stamped[model]
+            for prev, cur in pairwise(stamped.order(rank)):
+                before, after = stamped.fingerprints[prev], stamped.fingerprints[cur]
+                if before != after:
+                    started = stamped.started[cur]
                     out.append(
                         FingerprintChange(
                             model=model,
-                            at=_iso(cur[5]),
-                            exchange=f"{cur[6]}#{cur[2]}",
-                            before=str(prev[4]),
-                            after=str(cur[4]),
+                            at=_iso(None if started == Stamped.NONE else started),
+                            exchange=f"{cassettes[stamped.cassettes[cur]]}#{stamped.ident(cur)}",
+                            before=str(fingerprints[before]),
+                            after=str(fingerprints[after]),
                         )
                     )
         return out

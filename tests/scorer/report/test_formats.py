@@ -146,7 +146,7 @@ def test_compare_and_health_json_with_nan_is_valid_json(
 
     a = write_scores(tmp_path / "a.jsonl", meta(), synthetic(60, models=2, epochs=2))
     b = write_scores(tmp_path / "b.jsonl", meta(), synthetic(60, seed=2, models=2, epochs=2))
-    real_compare, real_health = compare.compare, health.health
+    real_compare, real_health = compare.compare, health.HealthTally.finish
 
     def nan_compare(*args: Any) -> compare.Comparison:
         result = real_compare(*args)
@@ -161,7 +161,7 @@ def test_compare_and_health_json_with_nan_is_valid_json(
         return result
 
     monkeypatch.setattr(compare, "compare", nan_compare)
-    monkeypatch.setattr(health, "health", nan_health)
+    monkeypatch.setattr(health.HealthTally, "finish", nan_health)  # bench health tallies run by run, then finishes
     assert main([command, str(a), str(b), "--format", "json"]) == 0
     body = _strict_json(capsys.readouterr().out)
     if command == "compare":

@@ -4,7 +4,10 @@ fingerprints, settings and pass/fail flip."""
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +104,22 @@ def test_streamed_report_is_the_in_memory_one_on_a_synthetic_run(tmp_path: Path)
     assert len(body["traffic"]["fingerprint_changes"]) > 10 and body["cost"]["total"]["requests"] > 1_000
     assert any("varied within the run" in w for w in body["warnings"])
     assert all(t["loop_lag_ms"]["count"] and t["tpot_ms"]["count"] for t in body["timing"].values())
+    # The changes are those of every fingerprinted request sorted by (start, cassette, id), stably: the compact
+    # columns and their tie-breaking (start times tie here, within and across cassettes) change nothing.
+    entries = [orjson.loads(x) for x in path.read_bytes().splitlines() if b'"kind":"traffic"' in x]
+    expected = []
+    for model in sorted({str(e["model"]) for e in entries}):
+        seen = sorted(
+            (e for e in entries if e["system_fingerprint"] and str(e["model"]) == model),
+            key=lambda e: (e["started"] or 0, e["cassette"] or "", e["id"]),
+        )
+        expected += [
+            f"{cur['cassette']}#{cur['id']} {prev['system_fingerprint']}>{cur['system_fingerprint']}"
+            for prev, cur in itertools.pairwise(seen)
+            if prev["system_fingerprint"] != cur["system_fingerprint"]
+        ]
+    changes = body["traffic"]["fingerprint_changes"]
+    assert [f"{c['exchange']} {c['before']}>{c['after']}" for c in changes] == expected
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +137,43 @@ def test_streamed_report_is_the_in_memory_one_on_the_shipped_recording(shipped_s
     assert main(["report", str(shipped_scores), "--format", "json", "--out", str(out)]) == 0
     assert out.read_text() == rendered(shipped_scores, streamed=False)["json"]
     assert orjson.loads(out.read_bytes())["traffic"]["exchanges"] > 100
+
+
+@contextmanager
+def held(path: Any, *, jobs: int = 1) -> Iterator[load.Stream]:
+    """What `load.stream` replaced: every result and traffic line of the file read into memory first."""
+    scores = load.load(path, jobs=jobs)
+    yield load.Stream(scores.source, scores.base, scores.meta, iter([*scores.results, *scores.traffic]))
+
+
+@pytest.mark.parametrize("command", ["report", "compare", "health"])
+def test_commands_say_the_same_streamed_or_held(command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = synthetic_file(tmp_path)
+    b = tmp_path / "b" / "scores.jsonl"
+    b.parent.mkdir()
+    b.write_bytes(a.read_bytes())
+    lines = b.read_bytes().splitlines(keepends=True)
+    rng = random.Random(1)
+    # B: a third of the results flip, some twice in a row (duplicates: the last one counts).
+    flipped = [line.replace(b'"passed":true', b'"passed":false') if rng.random() < 0.3 else line for line in lines]
+    flipped[5:5] = [flipped[5].replace(b'"run":"r-1"', b'"run":"r-2"')]
+    b.write_bytes(b"".join(flipped))
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(PRICES)
+    argv = {
+        "report": ["report", str(a), "--prices", str(prices)],
+        "compare": ["compare", str(a), str(b), "--prices", str(prices)],
+        "health": ["health", str(a), str(b)],
+    }[command]
+    outputs = []
+    for stream in (load.stream, held):
+        monkeypatch.setattr(load, "stream", stream)
+        for fmt in ("json", "markdown"):
+            out = tmp_path / f"{command}-{len(outputs)}.{fmt}"
+            assert main([*argv, "--format", fmt, "--out", str(out)]) == 0
+            outputs.append(out.read_text())
+    assert outputs[:2] == outputs[2:]
+    if command == "compare":
+        body = orjson.loads(outputs[0])
+        assert body["regressions"] and any("the last one is used" in w for w in body["warnings"])
+        assert body["cost"]["models"] and "bench cassette show" in outputs[1]
