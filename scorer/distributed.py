@@ -28,6 +28,10 @@ LOCAL = "local"
 # its name, rather than after the scheduler's default of three lost workers.
 ALLOWED_FAILURES = 1
 CONNECT_TIMEOUT_S = 20
+LOOPBACK = "127.0.0.1"
+# `--dask local`: the scheduler's and workers' HTTP servers (which a LocalCluster starts whatever its dashboard
+# setting) get no routes: no dashboard, metrics or proxy for anyone on the machine to reach.
+QUIET_HTTP: dict[str, list[str]] = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 
 
 def import_distributed() -> Any:
@@ -60,12 +64,17 @@ def connect(spec: str) -> Iterator[Any]:
     workers = parse_local(spec)
     if workers is not None:
         with (
-            dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}),
+            dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES, **QUIET_HTTP}),
             distributed.LocalCluster(
                 n_workers=workers or None,
                 threads_per_worker=1,
                 processes=True,
+                host=LOOPBACK,
                 dashboard_address=None,
+                # The scheduler always starts an HTTP server; dashboard_address=None alone leaves it on port 8787
+                # (the dashboard's, taken from any other cluster on the machine). Here it serves nothing (no
+                # routes, no dashboard) on a free port of the loopback interface.
+                scheduler_kwargs={"dashboard": False, "dashboard_address": f"{LOOPBACK}:0"},
                 silence_logs=40,
             ) as cluster,
             distributed.Client(cluster) as client,

@@ -3,9 +3,12 @@ run, a worker killed mid-unit retried, a unit that fails twice named, and the on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,3 +143,34 @@ def test_local_specs() -> None:
     assert dist.parse_local("local") == 0
     assert dist.parse_local("local:3") == 3
     assert dist.parse_local("tcp://10.0.0.1:8786") is None
+
+
+def _listening(process: Any) -> set[tuple[str, int]]:
+    found = set()
+    for p in [process, *process.children(recursive=True)]:
+        with contextlib.suppress(psutil_error()):
+            found |= {(c.laddr.ip, c.laddr.port) for c in p.net_connections(kind="tcp") if c.status == "LISTEN"}
+    return found
+
+
+def psutil_error() -> type[Exception]:
+    import psutil
+
+    return psutil.Error
+
+
+def test_a_local_cluster_listens_only_on_loopback_serves_nothing_over_http_and_leaves_nothing() -> None:
+    import psutil
+
+    me = psutil.Process()
+    before = _listening(me)
+    with dist.connect("local:1") as c:
+        during = _listening(me) - before
+        http_port = c.scheduler_info()["services"]["dashboard"]
+        # No dashboard: the HTTP server the scheduler always starts answers nothing, on a free port, not 8787.
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{http_port}/health", timeout=30)
+        assert refused.value.code == 404
+    assert during and all(ip == "127.0.0.1" for ip, _ in during), during
+    assert http_port != 8787 and ("127.0.0.1", http_port) in during
+    assert not (_listening(me) - before)
