@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
-from bench.storage import fetch_all, is_url, upload
+from bench.storage import fetch_all, is_url, upload, upload_leftovers
 
 
 def register(subparsers: Any) -> None:
@@ -67,6 +67,9 @@ def run_record(args: argparse.Namespace) -> int:
     if args.out is not None and is_url(args.out):
         # Recorded locally first (every crash-safety guarantee of a local cassette), uploaded once closed.
         remote, args.out = args.out, str(args.spool)
+        # A cassette a killed `bench record` closed but did not upload goes first (verified), before any fetch.
+        for line in upload_leftovers(Path(args.spool), remote):
+            print(line, flush=True)
         if args.resume:
             fetch_all(remote, args.spool)  # the run's earlier cassettes, to see what it is missing
     flags: dict[str, Any] = {

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
-from bench.storage import fetch_all, is_url, location, upload
+from bench.storage import fetch_all, is_url, location, upload, upload_leftovers
 from proxy.modes import MODES
 
 
@@ -153,6 +153,10 @@ def run(args: argparse.Namespace) -> int:
     remote: str | None = None
     if is_url(args.cassettes):
         remote, args.cassettes = args.cassettes, args.spool
+        if MODES[args.mode].records:
+            # Cassettes a killed proxy closed but did not upload go first, verified, before new ones are written.
+            for line in upload_leftovers(Path(args.spool), remote):
+                print(line, flush=True)
         if MODES[args.mode].replays:
             # Replay needs the recordings at hand: fetched into the spool (written locally, like any cassette).
             fetch_all(remote, args.spool)

@@ -113,3 +113,23 @@ def test_memory_urls_round_trip(tmp_path: Path) -> None:
     assert storage.find(["memory://bench-test/runs"]) == [url]
     _, results = rescore([url], catalog=load_catalog(None))
     assert results and all(r.cassette == url for r in results)
+
+
+def test_leftovers_in_the_spool_are_uploaded_checked_or_left(s3: Any, tmp_path: Path) -> None:
+    prefix = f"s3://{BUCKET}/left/"
+    closed = _local_copy(tmp_path, "a-closed.cassette")
+    done = _local_copy(tmp_path, "b-done.cassette")  # uploaded whole before the process died: only the removal lacked
+    s3.put_file(str(done), f"{BUCKET}/left/b-done.cassette")
+    other = _local_copy(tmp_path, "c-other.cassette")
+    s3.pipe_file(f"{BUCKET}/left/c-other.cassette", b"someone else's bytes")
+    cut = tmp_path / "spool" / "d-cut.cassette"  # a crash mid-write: no end record
+    cut.write_bytes(SHIPPED.read_bytes()[: SHIPPED.stat().st_size // 2])
+    lines = storage.upload_leftovers(tmp_path / "spool", prefix)
+    assert lines[0] == f"uploaded {prefix}a-closed.cassette left in the spool (size and sha256 verified)"
+    assert "already uploaded whole" in lines[1] and "not overwritten" in lines[2] and str(cut) in lines[3]
+    assert not closed.exists() and not done.exists() and other.exists() and cut.exists()
+    s3.invalidate_cache()
+    assert s3.cat_file(f"{prefix}a-closed.cassette") == SHIPPED.read_bytes()
+    assert s3.cat_file(f"{prefix}c-other.cassette") == b"someone else's bytes"
+    assert not s3.exists(f"{prefix}d-cut.cassette")
+    assert storage.upload_leftovers(tmp_path / "nothing", prefix) == []

@@ -8,6 +8,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,57 @@ async def test_a_failed_upload_keeps_the_local_cassette(upstream: Upstream, s3_s
     assert "upload failed after 3 tries" in err and "no such bucket" in err
     (kept,) = list(spool.glob("*.cassette"))
     assert len(list(CassetteReader(kept))) == 1
+
+
+async def test_a_cassette_closed_but_not_uploaded_by_a_killed_proxy_is_uploaded_at_the_next_start(
+    upstream: Upstream, s3: Any, s3_server: str, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool"
+    prefix = f"s3://{BUCKET}/leftover"
+    # Fault injection: an S3 endpoint that accepts connections and never answers, so the upload after the close
+    # hangs; the proxy is killed there, between closing its cassette and uploading it.
+    with socket.socket() as black_hole:
+        black_hole.bind(("127.0.0.1", 0))
+        black_hole.listen(16)
+        endpoint = f"http://127.0.0.1:{black_hole.getsockname()[1]}"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench", "proxy", "--port", "0", "--upstream", upstream.url,
+            "--cassettes", prefix, "--spool", str(spool),
+            cwd=ROOT, env=_env(endpoint), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        try:
+            url = None
+            while True:
+                line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+                assert line, "bench proxy exited early"
+                if m := re.search(r"listening on (http://\S+)", line):
+                    url = m.group(1)
+                if "writing" in line:
+                    break
+            assert url is not None
+            async with aiohttp.ClientSession() as session:
+                await post(session, url, x_words=5)
+            proc.send_signal(signal.SIGINT)
+            while "stopped;" not in (line := (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()):
+                assert line, "bench proxy exited before closing its cassette"
+        finally:
+            proc.kill()
+            await proc.wait()
+    (left,) = spool.glob("*.cassette")
+    reader = CassetteReader(left)
+    assert len(list(reader)) == 1 and reader.end is not None  # closed, whole
+    left_bytes = left.read_bytes()
+    s3.invalidate_cache()
+    assert not s3.exists(f"{BUCKET}/leftover/{left.name}")
+
+    rc, _, out, err = await _run_proxy(
+        s3_server, "--upstream", upstream.url, "--cassettes", prefix, "--spool", str(spool)
+    )
+    assert rc == 0, err
+    assert f"uploaded {prefix}/{left.name} left in the spool (size and sha256 verified)" in out
+    assert not list(spool.glob("*.cassette"))
+    s3.invalidate_cache()
+    names = sorted(n.rsplit("/", 1)[-1] for n in s3.ls(f"{BUCKET}/leftover") if n.endswith(".cassette"))
+    assert len(names) == 2 and left.name in names  # the leftover and the new run's cassette
+    assert s3.cat_file(f"{BUCKET}/leftover/{left.name}") == left_bytes
