@@ -1,11 +1,12 @@
 """Peak RSS of `bench report` (and `compare`, `health`) on a scores file of N and 4N exchanges, this tree vs another.
 
 Writes two scores files following docs/scores-format.md: synthetic results (tests/scorer/report/factory.py: 4
-models, retries, errors, `--gaps` inter-token gaps per exchange on average) and a traffic line per exchange, N and 4N
-exchanges. Each command runs in a fresh interpreter (its VmHWM is its own peak) from this tree and from `--before`
-(a git ref, exported with `git archive`; `--after REF` measures a ref instead of the working tree), sizes and trees
-interleaved, best of `--rounds`; the outputs of the two
-trees are compared byte for byte (JSON).
+models, 250 tests, retries, errors, `--gaps` inter-token gaps per exchange on average) and a traffic line per
+exchange, N and 4N exchanges: the same tests in more epochs (5 more per 5,000 exchanges), so what a report counts
+by groups stays the same size while the exchanges grow. Each command runs in a fresh interpreter (its VmHWM is its
+own peak) from this tree and from `--before` (a git ref, exported with `git archive`; `--after REF` measures a ref
+instead of the working tree), sizes and trees interleaved, best of `--rounds`; the outputs of the two trees are
+compared byte for byte (JSON).
 
     .venv/bin/python benchmarks/report_memory.py [--exchanges 50000] [--before main] [--rounds 1]
 """
@@ -43,7 +44,7 @@ BATCH = 5_000
 
 
 def write_file(path: Path, exchanges: int, gaps: int, seed: int) -> None:
-    """Results in batches (a batch's tests are its own), then a traffic line per exchange: the file is written as it
+    """Results in batches (the same tests, the next epochs), then a traffic line per exchange: the file is written as it
     is generated, so generating 4N does not hold 4N."""
     rng = random.Random(seed)
     gauss = np.random.default_rng(seed)
@@ -54,8 +55,10 @@ def write_file(path: Path, exchanges: int, gaps: int, seed: int) -> None:
         while done < exchanges:
             batch = synthetic(min(BATCH, exchanges - done), seed=seed + done, models=4, epochs=5)
             for r in batch:
-                r["test"] = f"{r['test']}.{done // BATCH}"
+                # The same catalog each batch, more epochs: the report's groups stay, the exchanges grow.
+                r["epoch"] += 5 * (done // BATCH)
                 for ex in r["exchanges"]:
+                    ex["id"] = f"{ex['id']}-{done // BATCH}"
                     if ex["itl_us"]:
                         n = max(1, int(gauss.normal(gaps, gaps / 4)))
                         ex["itl_us"] = np.maximum(100, gauss.normal(5_000, 1_500, n)).astype(int).tolist()
@@ -73,7 +76,7 @@ def _traffic(r: dict[str, Any], ex: dict[str, Any], rng: random.Random) -> dict[
     return {
         "kind": "traffic",
         "cassette": f"part-{rng.randrange(40)}.cassette",
-        "id": ex["id"] + r["test"],
+        "id": ex["id"],
         "started": 1_700_000_000_000_000 + rng.randrange(10**10),
         "endpoint": "/v1/chat/completions",
         "method": "POST",
