@@ -8,9 +8,10 @@ variables): bench never takes, stores or prints them; errors name the URL and th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -83,6 +84,72 @@ def open_read(url: str) -> IO[bytes]:
     except Exception as exc:
         raise CassetteError(explain(url, exc)) from None
     return handle
+
+
+class Prefetch:
+    """Whole objects fetched ahead in threads while the current one is worked on: a reader of many small cassettes
+    waits for a round trip per file otherwise (one GET each: the bottleneck on object storage, docs/scale.md). At
+    most `depth` objects are fetched or held at once; `take` hands one over (waiting for it if it is still on its
+    way) and forgets it. A fetch that failed gives None, and the reader opens the URL itself, reporting the error."""
+
+    def __init__(self, depth: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.depth = depth
+        self._pool = ThreadPoolExecutor(max_workers=max(1, depth), thread_name_prefix="bench-prefetch")
+        self._held: dict[str, Any] = {}  # URL -> Future[bytes]
+
+    def want(self, urls: Sequence[str]) -> None:
+        """Start fetching these (in order) while fewer than `depth` are held or on their way."""
+        for url in urls:
+            if len(self._held) >= self.depth:
+                return
+            if url not in self._held:
+                self._held[url] = self._pool.submit(_whole, url)
+
+    def take(self, url: str) -> bytes | None:
+        future = self._held.pop(url, None)
+        if future is None:
+            return None
+        try:
+            data: bytes = future.result()
+        except Exception:
+            return None
+        return data
+
+    def close(self) -> None:
+        for future in self._held.values():
+            future.cancel()
+        self._held.clear()
+        self._pool.shutdown(wait=True)
+
+
+def _whole(url: str) -> bytes:
+    data: bytes = filesystem(url).cat_file(url)
+    return data
+
+
+_prefetch: Prefetch | None = None
+
+
+@contextlib.contextmanager
+def prefetching(depth: int) -> Iterator[Prefetch | None]:
+    """While open, cassettes read by URL in this process come from a Prefetch of `depth` (none when 0)."""
+    global _prefetch
+    if depth <= 0:
+        yield None
+        return
+    ahead = _prefetch = Prefetch(depth)
+    try:
+        yield ahead
+    finally:
+        _prefetch = None
+        ahead.close()
+
+
+def prefetched(url: str) -> bytes | None:
+    """The object at `url` if a Prefetch fetched it ahead, else None (read it)."""
+    return _prefetch.take(url) if _prefetch is not None else None
 
 
 def size(loc: Location) -> int:

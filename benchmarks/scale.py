@@ -27,13 +27,38 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import storage  # noqa: E402
+from bench.cassette import CassetteReader  # noqa: E402
 from catalog.model import load_catalog  # noqa: E402
 from scorer import distributed as dist  # noqa: E402
+from scorer import pipeline  # noqa: E402
 from scorer.pipeline import Options, plan_units, rescore  # noqa: E402
 from tests.support.s3 import start_moto  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
 EXCHANGES_EACH = 180
+
+
+def without_prefetch(fn: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        depth, pipeline.PREFETCH = pipeline.PREFETCH, 0
+        try:
+            return fn()
+        finally:
+            pipeline.PREFETCH = depth
+
+    return run
+
+
+def read_all(paths: list[storage.Location]) -> int:
+    """Every record of these cassettes, in order, with the prefetch an in-process rescore uses."""
+    n = 0
+    urls = [str(p) for p in paths if storage.is_url(p)]
+    with storage.prefetching(pipeline.PREFETCH if urls else 0) as ahead:
+        for i, path in enumerate(paths):
+            if ahead is not None:
+                ahead.want(urls[i : i + 1 + pipeline.PREFETCH])
+            n += sum(1 for _ in CassetteReader(path))
+    return n
 
 
 def main() -> None:
@@ -96,6 +121,13 @@ def main() -> None:
         "LocalCluster, 1 worker": on_dask(1),
         "LocalCluster, 2 workers": on_dask(2),
         "s3:// (moto), 1 job": lambda: rescore(["s3://bench-scale/runs"], catalog=catalog, jobs=1),
+        "s3://, 1 job, no prefetch": without_prefetch(
+            lambda: rescore(["s3://bench-scale/runs"], catalog=catalog, jobs=1)
+        ),
+        # Reading alone (every record decoded, nothing scored): what the prefetch can hide is the fetch's wait.
+        "read only, local disk": lambda: read_all(list(folder.glob("*.cassette"))),
+        "read only, s3://": lambda: read_all(storage.find(["s3://bench-scale/runs"])),
+        "read only, s3://, no prefetch": without_prefetch(lambda: read_all(storage.find(["s3://bench-scale/runs"]))),
     }
     times: dict[str, list[float]] = {k: [] for k in configs}
     try:
@@ -115,10 +147,17 @@ def main() -> None:
     print(f"{exchanges} exchanges ({args.copies} cassettes), median of {args.rounds} interleaved rounds, "
           f"{os.cpu_count()} cores (shared)")  # fmt: skip
     for name, r in rate.items():
-        print(f"  {name:26s} {r:8.0f} exchanges/s   ({r / rate['in-process, 1 job']:.2f}x in-process)")
+        print(f"  {name:30s} {r:8.0f} exchanges/s   ({r / rate['in-process, 1 job']:.2f}x in-process)")
     eff = rate["LocalCluster, 2 workers"] / (2 * rate["LocalCluster, 1 worker"])
     print(f"  scaling efficiency, 2 workers over 1: {eff:.0%}")
     print(f"  s3:// over local disk (1 job): {rate['s3:// (moto), 1 job'] / rate['in-process, 1 job']:.2f}x")
+    print(
+        f"  prefetch ({pipeline.PREFETCH} ahead) over none, s3:// rescore: "
+        f"{rate['s3:// (moto), 1 job'] / rate['s3://, 1 job, no prefetch']:.2f}x; read only: "
+        f"{rate['read only, s3://'] / rate['read only, s3://, no prefetch']:.2f}x "
+        f"(s3:// over local disk, read only: {rate['read only, s3://'] / rate['read only, local disk']:.2f}x, "
+        f"{rate['read only, s3://, no prefetch'] / rate['read only, local disk']:.2f}x without prefetch)"
+    )
     print(f"  upload (put + sha256 read-back) to moto: {upload_s / (uploaded / 2**30):.1f} s per GiB "
           f"({uploaded / 2**20:.1f} MiB in {args.copies} files)")  # fmt: skip
 

@@ -45,6 +45,9 @@ from scorer.traffic_lines import traffic_entry, traffic_key
 # Bumped when grouping, failure typing or the weighting of checks changes what the same inputs score.
 SCORING_VERSION = 1
 SHARD_MIN_BYTES = 32 << 10
+# Cassettes fetched ahead from object storage by an in-process rescore: each is held whole until its unit runs, so
+# this many cassettes' compressed bytes is the memory it costs.
+PREFETCH = 4
 # Units submitted to the pool ahead of the ones running: keeps workers busy while finished outputs wait to be read.
 AHEAD_PER_WORKER = 2
 
@@ -188,8 +191,12 @@ def unit_outputs(
     _catalog, _options = catalog, options
     try:
         if jobs <= 1 or len(units) <= 1:
-            for i, unit in enumerate(units):
-                yield i, score_unit(unit)
+            # Cassettes on object storage are fetched a few ahead while one is scored (see storage.Prefetch).
+            with storage.prefetching(PREFETCH if any(storage.is_url(u[0]) for u in units) else 0) as ahead:
+                for i, unit in enumerate(units):
+                    if ahead is not None:
+                        ahead.want([str(u[0]) for u in units[i : i + 1 + PREFETCH] if storage.is_url(u[0])])
+                    yield i, score_unit(unit)
             return
         ctx = multiprocessing.get_context("fork")
         slots = ctx.BoundedSemaphore(max(1, os.cpu_count() or 1))

@@ -18,7 +18,7 @@ from pathlib import Path
 import zstandard
 
 from bench.cassette.format import ZSTD_MAGIC
-from bench.storage import is_url, open_read
+from bench.storage import is_url, open_read, prefetched
 
 # Compressed bytes fed per call adapt to the ratio seen so far, so that one call's output stays near OUT_TARGET: a
 # fixed piece let a highly repetitive cassette (synthetic or templated traffic compresses 1000x and more) allocate
@@ -67,6 +67,9 @@ def open_bytes(path: Path | str) -> mmap.mmap | bytes:
     """The file's bytes, mapped (not read) so that a large cassette costs no memory; b"" for an empty file. An
     object-storage URL is read whole in one request (a cassette is compressed; per-request latency dominates)."""
     if isinstance(path, str) and is_url(path):
+        ahead = prefetched(path)
+        if ahead is not None:
+            return ahead
         with open_read(path) as remote:
             data: bytes = remote.read()
             return data

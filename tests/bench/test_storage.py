@@ -133,3 +133,54 @@ def test_leftovers_in_the_spool_are_uploaded_checked_or_left(s3: Any, tmp_path: 
     assert s3.cat_file(f"{prefix}c-other.cassette") == b"someone else's bytes"
     assert not s3.exists(f"{prefix}d-cut.cassette")
     assert storage.upload_leftovers(tmp_path / "nothing", prefix) == []
+
+
+def _small_cassette(path: Path, n: int, seed: int) -> None:
+    from bench.cassette import CassetteWriter
+    from scorer.synth import exchange_record
+
+    with CassetteWriter(path) as w:
+        for i in range(n):
+            chunks = [b'data: {"choices":[{"delta":{"content":"w%d"}}]}\n\n' % (seed * 100 + k) for k in range(5)]
+            w.put(exchange_record([*chunks, b"data: [DONE]\n\n"], id=f"x{seed}-{i}", tags={"test": f"t.{i % 3}"}))
+
+
+def test_a_rescore_from_a_url_fetches_several_cassettes_at_once(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from scorer import pipeline
+
+    prefix = f"s3://{BUCKET}/ahead"
+    for k in range(6):
+        local = tmp_path / f"c{k}.cassette"
+        _small_cassette(local, 4, k)
+        s3.put_file(str(local), f"{BUCKET}/ahead/{local.name}")
+    s3.invalidate_cache()
+    # Two fetches must be under way at the same moment for either to go on: reads one at a time would break the
+    # barrier (after its timeout), and the cassettes would then be read without the prefetch.
+    together = threading.Barrier(2, timeout=60)
+    overlapped = []
+    whole = storage._whole
+
+    def fetch(url: str) -> bytes:
+        if len(overlapped) < 2:
+            together.wait()
+            overlapped.append(url)
+        return whole(url)
+
+    monkeypatch.setattr(storage, "_whole", fetch)
+    catalog = load_catalog(None)
+    fetched_ahead = rescore([prefix], catalog=catalog)
+    assert len(overlapped) == 2
+    monkeypatch.setattr(pipeline, "PREFETCH", 0)
+    one_at_a_time = rescore([prefix], catalog=catalog)
+    assert _lines(*fetched_ahead) == _lines(*one_at_a_time)
+    assert len(fetched_ahead[1]) == 6 * 3  # three tests per cassette
+
+
+def _lines(meta: Any, results: Any) -> list[bytes]:
+    from scorer.scores_io import dumps
+
+    return [dumps(meta), *map(dumps, results)]
