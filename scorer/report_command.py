@@ -9,12 +9,17 @@ import argparse
 import dataclasses
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.errors import BenchError
 from bench.storage import location
 from scorer.report import formats
+
+if TYPE_CHECKING:
+    from scorer.report.cost import CostTally
+    from scorer.report.load import Stream
 
 
 def register(subparsers: Any) -> None:
@@ -141,19 +146,17 @@ def run_health(args: argparse.Namespace) -> int:
     return 0
 
 
-def _costed(scores: Any, tally: Any) -> Any:
+def _costed(scores: Stream, tally: CostTally) -> Stream:
     """The stream with its traffic lines counted into `tally` as they go by."""
-    import dataclasses as dc
-
     from scorer.results import Result
 
-    def lines() -> Any:
+    def lines() -> Iterator[Result | dict[str, Any]]:
         for line in scores.lines:
             if not isinstance(line, Result):
                 tally.add(line)
             yield line
 
-    return dc.replace(scores, lines=lines())
+    return dataclasses.replace(scores, lines=lines())
 
 
 def _load_prices(path: Path | None) -> Any:
