@@ -172,6 +172,8 @@ def _difference(before: bytes, after: bytes) -> str:
 
     def same(x: Any, y: Any) -> bool:
         if isinstance(x, float) and isinstance(y, float):
+            if x == y:
+                return True
             worst[0] = max(worst[0], abs(x - y) / max(abs(x), abs(y)))
             return True
         if isinstance(x, dict) and isinstance(y, dict):
