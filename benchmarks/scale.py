@@ -13,6 +13,7 @@ per GB (storage.upload: put, then read back for the sha256). The machine's cores
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
@@ -67,8 +68,6 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
 
-    import dask
-    import distributed
     import fsspec.config
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
@@ -97,16 +96,12 @@ def main() -> None:
         storage.upload(copy, "s3://bench-scale/runs")
         upload_s += time.perf_counter() - t
 
-    clusters = {}
-    with dask.config.set({"distributed.scheduler.allowed-failures": dist.ALLOWED_FAILURES}):
-        for n in (1, 2):
-            cluster = distributed.LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-            )
-            clusters[n] = (cluster, distributed.Client(cluster))
+    clusters = contextlib.ExitStack()
+    # The same clusters `--dask local:N` starts (loopback only, no dashboard port).
+    clients = {n: clusters.enter_context(dist.local_client(n)) for n in (1, 2)}
 
     def on_dask(n: int) -> Callable[[], object]:
-        client = clusters[n][1]
+        client = clients[n]
 
         def run() -> object:
             files = sorted(folder.glob("*.cassette"))
@@ -137,9 +132,7 @@ def main() -> None:
                 fn()
                 times[name].append(time.perf_counter() - t)
     finally:
-        for cluster, client in clusters.values():
-            client.close()
-            cluster.close()
+        clusters.close()
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -59,26 +59,10 @@ def connect(spec: str) -> Iterator[Any]:
     """A Dask client: on a new LocalCluster of separate worker processes (one thread each: scoring holds the GIL),
     or on the scheduler at `spec`."""
     distributed = import_distributed()
-    import dask
 
     workers = parse_local(spec)
     if workers is not None:
-        with (
-            dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES, **QUIET_HTTP}),
-            distributed.LocalCluster(
-                n_workers=workers or None,
-                threads_per_worker=1,
-                processes=True,
-                host=LOOPBACK,
-                dashboard_address=None,
-                # The scheduler always starts an HTTP server; dashboard_address=None alone leaves it on port 8787
-                # (the dashboard's, taken from any other cluster on the machine). Here it serves nothing (no
-                # routes, no dashboard) on a free port of the loopback interface.
-                scheduler_kwargs={"dashboard": False, "dashboard_address": f"{LOOPBACK}:0"},
-                silence_logs=40,
-            ) as cluster,
-            distributed.Client(cluster) as client,
-        ):
+        with local_client(workers) as client:
             yield client
         return
     try:
@@ -89,6 +73,32 @@ def connect(spec: str) -> Iterator[Any]:
             "start one (`dask scheduler`) or give local[:N]"
         ) from None
     with client:
+        yield client
+
+
+@contextlib.contextmanager
+def local_client(workers: int) -> Iterator[Any]:
+    """A client on a new LocalCluster of `workers` separate processes (0: one per core), one thread each (scoring
+    holds the GIL), listening on the loopback interface only."""
+    distributed = import_distributed()
+    import dask
+
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES, **QUIET_HTTP}),
+        distributed.LocalCluster(
+            n_workers=workers or None,
+            threads_per_worker=1,
+            processes=True,
+            host=LOOPBACK,
+            dashboard_address=None,
+            # The scheduler always starts an HTTP server; dashboard_address=None alone leaves it on port 8787
+            # (the dashboard's, taken from any other cluster on the machine). Here it serves nothing (no
+            # routes, no dashboard) on a free port of the loopback interface.
+            scheduler_kwargs={"dashboard": False, "dashboard_address": f"{LOOPBACK}:0"},
+            silence_logs=40,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield client
 
 
