@@ -215,6 +215,10 @@ async def test_token_env_accepts_bearer_or_api_key_refuses_others_with_401_and_n
     assert len(upstream.requests) == 2  # the refused requests never went upstream
     for request in upstream.requests:
         assert token not in json.dumps(request.headers)
+    # The proxy's own 401s are not exchanges: the cassette holds the two answered requests only.
+    assert proxy.cassette_path is not None
+    _, records = read_cassette(proxy.cassette_path)
+    assert [(r.request.path, r.response.status) for r in records] == [("/v1/models", 200)] * 2
 
 
 async def test_any_method_and_path_goes_through_as_sent(upstream: Upstream, cassettes: Path) -> None:
