@@ -1,0 +1,57 @@
+"""Promises of docs/view.md that no other test held: 50 results a page by default, `/api/raw` is the recorded bytes
+exactly, the token's cookie is HttpOnly, and a result never shows the request's headers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from bench.cassette import CassetteReader
+from bench.view.index import Index
+from bench.view.web_app import make_app
+from tests.bench.view.conftest import SHIPPED
+
+
+@pytest.fixture
+async def client(smollm2_index: Index) -> Any:
+    async with TestClient(TestServer(make_app(smollm2_index))) as c:
+        yield c
+
+
+async def test_the_results_table_is_paged_50_at_a_time_by_default(client: TestClient, smollm2_index: Index) -> None:
+    assert len(smollm2_index.rows) > 50
+    body = await (await client.get("/api/results")).json()
+    assert body["total"] == len(smollm2_index.rows) and [r["n"] for r in body["rows"]] == list(range(50))
+
+
+async def test_raw_is_the_recorded_response_bytes_joined_and_no_request_header_is_shown(
+    client: TestClient, smollm2_index: Index
+) -> None:
+    recorded = {e.id: e for e in CassetteReader(SHIPPED)}
+    row = next(r for r in smollm2_index.rows if r.suite == "agent" and r.passed is not None)
+    key = {"run": row.run, "model": row.model, "test": row.test, "epoch": str(row.epoch)}
+    result = await client.get("/api/result", params=key)
+    assert result.status == 200
+    body = await result.json()
+    for shown in body["exchanges"]:
+        exchange = recorded[shown["id"]]
+        raw = await client.get("/api/raw", params={**key, "id": shown["id"]})
+        assert raw.status == 200 and await raw.read() == b"".join(exchange.response.chunks)
+        # No request header, by name or value, anywhere in what the result shows (the X-Bench-* tags' values are
+        # the result's own key: run, test, model).
+        text = json.dumps(body).lower()
+        for name, value in exchange.request.headers:
+            assert f'"{name.lower()}"' not in text
+            if len(value) >= 8 and not name.lower().startswith("x-bench-"):
+                assert value.lower() not in text, name
+
+
+async def test_the_token_cookie_is_http_only(smollm2_index: Index) -> None:
+    async with TestClient(TestServer(make_app(smollm2_index, token="s3cret-token"))) as c:
+        opened = await c.get("/", params={"token": "s3cret-token"})
+        assert opened.status == 200
+        cookies = opened.headers.getall("Set-Cookie")
+        assert cookies and all("httponly" in cookie.lower() for cookie in cookies)
