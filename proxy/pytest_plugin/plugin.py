@@ -57,6 +57,9 @@ class PluginState:
         self.session = str(workerinput["testrunuid"]) if workerinput else uuid.uuid4().hex
         self.worker = str(workerinput["workerid"]) if workerinput else "main"
         self._loop: ProxyLoop | None = None
+        # Ctrl-C stopped the run: the test in flight when it came is torn down with the session, and what it
+        # recorded so far is not committed (the previous cassette stays as it was).
+        self.interrupted = False
         self.saved_env: dict[str, str | None] = {}
 
     @property
@@ -83,6 +86,9 @@ class PluginState:
         for name, value in self.saved_env.items():
             _put_env(name, value)
         self.saved_env.clear()
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.interrupted = True
 
     def close(self) -> None:
         self.restore_env()
@@ -111,6 +117,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = PluginState(config)
     config.stash[_STATE] = state
     config.pluginmanager.register(Reporter(), "bench-reporter")
+    config.pluginmanager.register(state, "bench-state")  # for its pytest_keyboard_interrupt
     if state.settings.openai_env == "session":
         state.set_env("OPENAI_BASE_URL", state.base_url())
         if state.settings.record_mode == "none":
@@ -180,10 +187,13 @@ def bench_proxy(request: pytest.FixtureRequest) -> Iterator[BenchProxy]:
         for name, value in saved.items():
             _put_env(name, value)
         loop.call(recording.stop(loop))
-        try:
-            recording.commit()
-        except BenchError as exc:
-            pytest.fail(f"bench: {item.nodeid}: could not save its recording: {exc}", pytrace=False)
+        if state.interrupted:
+            recording.discard()
+        else:
+            try:
+                recording.commit()
+            except BenchError as exc:
+                pytest.fail(f"bench: {item.nodeid}: could not save its recording: {exc}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -72,8 +72,13 @@ class TestRecording:
         self.stale: Stale | None = None
         if self.plan in (REPLAY, AUTO):
             header = CassetteReader(cassette).header  # a foreign or damaged file fails here, in one line
-            self.stale = staleness(cassette, header, max_age_s=run.max_age_s, depends_on=self.depends_on)
-            self.outcome.stale = None if self.stale is None else self.stale.why
+            if self.plan == REPLAY and settings.record_mode == "once" and header.run.session == session:
+                # Another test of this run wrote it (two tests naming one cassette): for this test there was no
+                # cassette yet, so it records, and its exchanges are joined to the other's when committed.
+                self.plan = self.outcome.plan = RECORD
+            else:
+                self.stale = staleness(cassette, header, max_age_s=run.max_age_s, depends_on=self.depends_on)
+                self.outcome.stale = None if self.stale is None else self.stale.why
 
     @property
     def replay_only(self) -> bool:
@@ -133,6 +138,10 @@ class TestRecording:
             loop.route = None
         if self.proxy is not None:
             await self.proxy.close(grace=GRACE_S)
+
+    def discard(self) -> None:
+        """Drop the new recording unseen (a run interrupted during this test: it may be cut short)."""
+        self.partial.unlink(missing_ok=True)
 
     def commit(self) -> None:
         """Move the new recording into the cassette (after `stop`)."""
