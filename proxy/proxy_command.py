@@ -175,6 +175,12 @@ async def _serve(
 
     redactor = Redactor.with_extra(headers=args.secret_header, json_fields=args.secret_field)
     match = match_options(args.match_ignore, args.match_tool_call_ids, args.match_blank)
+    first: Path | None = None
+    if (args.rotate_size is not None or args.rotate_every is not None) and MODES[args.mode].records:
+        from bench.cassette import new_cassette_path
+        from proxy.rotation import rotation_first_path
+
+        first = rotation_first_path(new_cassette_path(Path(args.cassettes), prefix=MODES[args.mode].cassette_prefix))
     proxy = await start_proxy(
         upstream=args.upstream,
         cassettes=args.cassettes,
@@ -193,6 +199,7 @@ async def _serve(
             body_timeout=args.body_timeout or None,
         ),
         match=match,
+        cassette=first,
     )
     # What is loaded by now lives as long as the process: frozen, it is out of the collector's sight, and a full
     # collection scans only what the exchanges allocated instead of ~36k startup objects as well (a ~20-30 ms stall

@@ -66,6 +66,13 @@ def parse_duration(text: str) -> float:
 
 
 OnClosed = Callable[[Path], Awaitable[None]]
+FIRST = "-00000"
+
+
+def rotation_first_path(path: Path) -> Path:
+    """The first cassette of a rotating series: numbered like the rest, since `rec-X.cassette` would sort after
+    `rec-X-00001.cassette` ('.' > '-'): the names of a series sort in recording order (docs/scale.md)."""
+    return path.with_name(path.name.removesuffix(SUFFIX) + FIRST + SUFFIX)
 
 
 class Rotator:
@@ -89,6 +96,9 @@ class Rotator:
         self.closed: list[Path] = []
         first = proxy.cassette_path
         self._stem = first.name[: -len(SUFFIX)] if first.name.endswith(SUFFIX) else first.stem
+        # `bench proxy` names a rotating series' first cassette `-00000` (rotation_first_path): the next ones
+        # number on from its stem, so every name of the series sorts in recording order.
+        self._stem = self._stem.removesuffix(FIRST)
         self._folder = first.parent
         self._opened = monotonic()
         self._task: asyncio.Task[None] | None = None
