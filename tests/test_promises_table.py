@@ -1,0 +1,50 @@
+"""docs/testing.md's "Documented promises and their tests" cannot rot: every test it names is collected by pytest
+under that name, and every user doc has its group of promises."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# Docs whose promises are checked another way: the architecture by tests/test_architecture_doc.py, the scores
+# format's tables by tests/scorer/test_scores_format_doc.py, and testing.md is where the table lives.
+ELSEWHERE = {"architecture.md", "scores-format.md", "testing.md"}
+
+
+def table() -> dict[str, list[str]]:
+    """Node ids per doc, from the section of docs/testing.md."""
+    text = (ROOT / "docs" / "testing.md").read_text()
+    section = text.split("\n## Documented promises and their tests\n", 1)[1].split("\n## ", 1)[0]
+    groups: dict[str, list[str]] = {}
+    for part in section.split("\n### ")[1:]:
+        heading, body = part.split("\n", 1)
+        doc = heading.split()[0]
+        groups[doc] = re.findall(r"\| (tests/[\w/]+\.py::\w+) \|$", body, re.M)
+        rows = [line for line in body.splitlines() if line.startswith("| ") and not line.startswith("| section")]
+        assert len(groups[doc]) == len(rows), f"{doc}: a row without exactly one test node id"
+    return groups
+
+
+def test_every_user_doc_has_its_promises_listed() -> None:
+    docs = {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md") if p.name not in ELSEWHERE} | {"README.md"}
+    groups = table()
+    assert set(groups) == docs
+    assert all(groups[doc] for doc in docs)
+
+
+def test_every_listed_test_exists() -> None:
+    ids = sorted({node for nodes in table().values() for node in nodes})
+    assert len(ids) > 200
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *ids],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
+    found = {line.split("[", 1)[0] for line in collected.stdout.splitlines() if "::" in line}
+    assert not [node for node in ids if node not in found]
