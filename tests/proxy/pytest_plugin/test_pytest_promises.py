@@ -1,6 +1,7 @@
 """Promises of docs/pytest.md that no other test held: two tests sharing a cassette, a test without requests leaving
 no file, `none` without a cassette failing, the environment each test sees and gets back, the fixture's URLs,
-`openai_env=False`, an interrupted run keeping the previous cassette, and `-p no:bench`."""
+`openai_env=False`, an interrupted run keeping the previous cassette, `-p no:bench`, the ini settings, the marker's
+arguments and which upstream wins."""
 
 from __future__ import annotations
 
@@ -150,3 +151,51 @@ def test_no_bench_turns_the_plugin_off(
     result = run(pytester, "-p", "no:bench", "-W", "ignore::pytest.PytestUnknownMarkWarning")
     result.assert_outcomes(passed=1)
     assert cassettes(pytester.path) == []
+
+
+MARKED = """
+import pytest
+from openai import OpenAI
+
+
+def ask():
+    OpenAI(max_retries=0).chat.completions.create(model="test-model", messages=[{"role": "user", "content": "x"}])
+
+
+@pytest.mark.bench
+def test_x():
+    ask()
+
+
+@pytest.mark.bench(record_mode="all")
+def test_y():
+    ask()
+
+
+@pytest.mark.bench(pace="x1000")
+def test_z():
+    ask()
+"""
+
+
+def test_ini_settings_marker_arguments_and_upstream_precedence(
+    pytester: pytest.Pytester, upstream: Upstream, user_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ini = "[pytest]\nasyncio_default_fixture_loop_scope = function\nbench_record_mode = once\n"
+    ini += "bench_cassette_dir = recordings\nbench_upstream = {}\n"
+    pytester.makepyfile(test_user=MARKED)
+    monkeypatch.setenv("OPENAI_BASE_URL", DEAD)  # the ini's upstream wins over $OPENAI_BASE_URL
+    pytester.makeini(ini.format(upstream.base_url))
+    run(pytester).assert_outcomes(passed=3)
+    assert cassettes(pytester.path) == [f"recordings/test_user/test_{n}.cassette" for n in "xyz"]
+    asked = len(upstream.requests)
+    assert asked == 3
+    # The command line wins over the ini; the marker's record_mode over both; its pace shows in the summary.
+    pytester.makeini(ini.format(DEAD))
+    again = run(pytester, f"--bench-upstream={upstream.base_url}")
+    again.assert_outcomes(passed=3)
+    assert len(upstream.requests) == asked + 1  # test_x and test_z replayed (once, with a cassette), test_y recorded
+    assert (
+        "replayed 2 exchange(s) in 2 test(s) at pace instant, x1000: their timing is the recording's, replayed, "
+        "not measured from a model" in again.stdout.str()
+    )
