@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl
 
 import aiohttp
 import pytest
+import zstandard
 from aiohttp import web
 
 from bench.cassette import read_cassette
@@ -314,3 +315,33 @@ async def test_replay_needs_no_upstream_on_the_command_line(upstream: Upstream, 
             proc.kill()
             await proc.wait()
     assert proc.returncode == 0
+
+
+async def test_the_cassette_header_states_the_settings_and_whether_a_key_or_token_was_used_never_them(
+    upstream: Upstream, cassettes: Path
+) -> None:
+    key, token = "sk-upstream-key-0123456789", "proxy-token-0123456789"
+    port = upstream.url.rsplit(":", 1)[1]
+    given = f"http://someone:pw-0123456789@127.0.0.1:{port}/?key=q-0123456789"
+    proxy = await start_proxy(upstream=given, cassettes=cassettes, upstream_key=key, client_token=token, pace="x2")
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{proxy.url}/v1/models", headers={"Authorization": f"Bearer {token}"}) as resp,
+        ):
+            assert resp.status == 200
+            await resp.read()
+    finally:
+        await proxy.close()
+    assert proxy.cassette_path is not None
+    header, _ = read_cassette(proxy.cassette_path)
+    s = header.settings
+    assert (s.upstream, s.mode, s.pace, s.upstream_key, s.client_token) == (upstream.url, "record", "x2", True, True)
+    data, plain = proxy.cassette_path.read_bytes(), b""
+    while data:  # every zstd frame of the file
+        dctx = zstandard.ZstdDecompressor().decompressobj()
+        plain += dctx.decompress(data)
+        data = dctx.unused_data
+    assert b"/v1/models" in plain  # the exchange itself was searched
+    for secret in (key, token, "pw-0123456789", "q-0123456789"):
+        assert secret.encode() not in plain
