@@ -1,9 +1,13 @@
 """Promises of docs/report.md that no other test held: `--out`'s suffix picks the format (and `--format` wins), the
-epochs table's k values, and a failed result without a type counted as `unclassified`."""
+epochs table's k values, a failed result without a type counted as `unclassified`, and a piped table 160 columns
+wide."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,8 @@ from bench.cli import main
 from scorer.report import aggregate
 from scorer.report.load import load
 from tests.scorer.report.factory import meta, result, write_scores
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -66,3 +72,15 @@ def test_a_failed_result_without_a_type_is_counted_as_unclassified(tmp_path: Pat
     results = [result("t.a", "m", passed=False, failure_type="no_call"), untyped]
     report = aggregate.build(load(write_scores(tmp_path / "s.jsonl", meta(), results)))
     assert report.failures["m"] == {"no_call": 1, "unclassified": 1}
+
+
+def test_a_piped_table_is_160_columns_wide(tmp_path: Path) -> None:
+    long_test = "suite." + "a_very_long_test_name_" * 5  # a row wider than 80 columns
+    scores = write_scores(tmp_path / "s.jsonl", meta(), [result(long_test, "m", passed=False)])
+    piped = subprocess.run(
+        [sys.executable, "-m", "bench", "report", str(scores)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "COLUMNS": "80"},
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    widest = max(len(line) for line in piped.stdout.splitlines())
+    assert 80 < widest <= 160 and "\x1b[" not in piped.stdout
