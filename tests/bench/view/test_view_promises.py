@@ -1,14 +1,18 @@
 """Promises of docs/view.md that no other test held: 50 results a page by default, `/api/raw` is the recorded bytes
-exactly, the token's cookie is HttpOnly, and a result never shows the request's headers."""
+exactly, the token's cookie is HttpOnly, a result never shows the request's headers, and the page fetches nothing from
+anywhere but its own server."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+import bench.view
 from bench.cassette import CassetteReader
 from bench.view.index import Index
 from bench.view.web_app import make_app
@@ -55,3 +59,20 @@ async def test_the_token_cookie_is_http_only(smollm2_index: Index) -> None:
         assert opened.status == 200
         cookies = opened.headers.getall("Set-Cookie")
         assert cookies and all("httponly" in cookie.lower() for cookie in cookies)
+
+
+def test_the_page_fetches_nothing_from_anywhere() -> None:
+    """The page is hand-written HTML, CSS and JavaScript shipped in the package: no URL but its own server's."""
+    static = Path(bench.view.__file__).parent / "static"
+    files = sorted(static.iterdir())
+    assert [p.name for p in files] == ["app.css", "app.js", "index.html"]
+    for path in files:
+        text = path.read_text()
+        # The SVG namespace is a name, not a fetch.
+        urls = set(re.findall(r"(?:https?:)?//[\w.-]+\.\w+[^\s\"'`)]*", text)) - {"http://www.w3.org/2000/svg"}
+        assert not urls, (path.name, urls)
+        assert "@import" not in text and "url(" not in text
+    page = (static / "index.html").read_text()
+    assert re.findall(r'(?:src|href)="([^"#][^"]*)"', page) == ["static/app.css", "static/app.js"]  # besides #/ links
+    script = (static / "app.js").read_text()
+    assert re.findall(r"fetch\(([^)]*)\)", script) == ["url"] and 'const url = "api/" + path' in script
