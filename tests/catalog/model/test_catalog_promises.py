@@ -3,6 +3,7 @@ the default limits and workspace tools, and the `minilib` fixture's own check fa
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections import Counter
 from pathlib import Path
@@ -85,3 +86,8 @@ def test_minilib_check_runs_18_tests_and_fails_as_shipped() -> None:
     failing = set(re.findall(r"^(?:FAIL|ERROR): \w+ \(tests\.test_(\w+)\.", output, re.M))
     assert failing == {"stats", "bounds", "text", "dates", "stack"}, output[-2000:]
     assert "median" in output
+
+
+def test_run_command_times_out_after_10_seconds_by_default() -> None:
+    # A command that sleeps longer is not run here (10 s of a test); the default is the documented value.
+    assert inspect.signature(ToolWorkspace.create).parameters["command_timeout"].default == 10.0
