@@ -78,6 +78,7 @@ async def test_start_and_stop_lines_name_the_address_upstream_mode_and_cassette(
 def test_the_documented_defaults() -> None:
     args = build_parser().parse_args(["proxy"])
     assert (args.mode, args.cassettes, args.pace, args.host) == ("record", Path("cassettes"), "realtime", "127.0.0.1")
+    assert args.port == 8080
     assert (args.idle_timeout, args.request_timeout, args.grace) == (300.0, None, 10.0)
     assert (args.header_timeout, args.keepalive_timeout, args.body_timeout) == (60.0, 75.0, 60.0)
     # start_proxy's own bounds, for callers that pass none (bench record, the pytest plugin): nginx's, as documented.

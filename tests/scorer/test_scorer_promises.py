@@ -4,6 +4,7 @@ aiohttp, `scorer_version`'s parts, and what a sandboxed program sees (its enviro
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
+from bench.cli import build_parser, main
 from bench.parse import PARSER_VERSION
 from scorer import sandbox
 from scorer.pipeline import SCORING_VERSION, scorer_version
@@ -75,3 +76,7 @@ def test_a_program_gets_a_fresh_directory_a_minimal_environment_and_the_document
         "RLIMIT_NOFILE": (64, 64),
         "RLIMIT_CORE": (0, 0),
     }
+
+
+def test_jobs_default_to_every_core() -> None:
+    assert build_parser().parse_args(["rescore", "x"]).jobs == (os.cpu_count() or 1)
