@@ -82,14 +82,15 @@ async def test_size_rotation_keeps_every_exchange_whole_across_cassettes(upstrea
         rotating_proxy("--upstream", upstream.url, "--cassettes", str(folder), "--rotate-size", "1") as proxy,
         aiohttp.ClientSession() as session,
     ):
-        # A stream in flight for the whole test: it began in one cassette's time and ends in another's.
-        # (9 s long: the two short exchanges and two rotations take well under a second, even on a busy machine.)
-        slow = asyncio.create_task(post(session, proxy.url, x_ttft_ms=1, x_delay_ms=150, x_words=60))
+        # A stream in flight for the whole test (its upstream holds the end of its body until released): it began
+        # in one cassette's time and ends in another's.
+        slow = asyncio.create_task(post(session, proxy.url, x_ttft_ms=1, x_words=6, x_hold="slow"))
         first = await post(session, proxy.url, x_words=3)
         closed = (await proxy.line(r"closed (\S+)")).group(1)
         second = await post(session, proxy.url, x_words=4)
         await proxy.line(r"closed ")
         assert not slow.done(), "the slow stream must span the rotations"
+        upstream.release("slow")
         long = await asyncio.wait_for(slow, 60)
         rc, out, err = await proxy.stop()
     assert rc == 0, err

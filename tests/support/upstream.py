@@ -19,7 +19,9 @@ The request's `model` picks a behaviour:
   test-count     another answer each time the same request comes again
 Extra body fields tune a stream: `x_ttft_ms` (delay before the first chunk, default start_upstream's ttft),
 `x_delay_ms` (between chunks), `x_words` (content chunks), `x_end_delay_ms` (pause between the last event and the
-end of the body), `x_echo_auth` (echo Authorization in a header and the text, to test that the proxy scrubs it).
+end of the body), `x_hold` (a name: the stream waits before the end of its body until the test calls
+`upstream.release(name)`, so it is in flight for exactly as long as the test needs), `x_echo_auth` (echo
+Authorization in a header and the text, to test that the proxy scrubs it).
 """
 
 from __future__ import annotations
@@ -87,6 +89,14 @@ class Upstream:
     url: str  # http://127.0.0.1:PORT
     requests: list[LoggedRequest] = field(default_factory=list)
     runner: web.AppRunner | None = None
+    holds: dict[str, asyncio.Event] = field(default_factory=dict)
+
+    def hold(self, name: str) -> asyncio.Event:
+        return self.holds.setdefault(name, asyncio.Event())
+
+    def release(self, name: str) -> None:
+        """Let the streams sent with `x_hold: name` end (those to come do not wait)."""
+        self.hold(name).set()
 
     @property
     def base_url(self) -> str:
@@ -227,6 +237,8 @@ async def _route(request: web.Request, log: LoggedRequest, doc: dict[str, Any]) 
             return response
     if doc.get("x_end_delay_ms"):
         await asyncio.sleep(float(doc["x_end_delay_ms"]) / 1000)
+    if doc.get("x_hold"):
+        await request.app[UPSTREAM].hold(str(doc["x_hold"])).wait()
     await response.write_eof()
     return response
 
