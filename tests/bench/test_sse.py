@@ -265,6 +265,9 @@ TRICKY_STREAMS = [
     b"data: a\n\n\nXdata: b\n",
     b"data: a\ndata: b\n\nid: 1\nid: 2\n",
     b"data: a\ndata: b\n\n",
+    b"data: a\n\ndata: b\r\r",
+    b"\ndata: a\r\r",
+    b"\n\xef\xbb\xbfdata: a\n\n",
 ]
 
 
