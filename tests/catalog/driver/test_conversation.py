@@ -226,3 +226,26 @@ async def test_workspace_tools_answer_each_call_until_the_call_limit(served: tup
     readme = (fixture_dir("minilib") / "README.md").read_text()
     assert readme.splitlines()[0] in last[2]["content"]
     assert last[4]["tool_call_id"] == "c2" and "unknown tool 'run_command'" in last[4]["content"]
+
+
+async def test_every_request_carries_the_runs_tags_and_the_key(served: tuple[Server, str]) -> None:
+    # The proxy files each exchange under these tags (docs/record.md); the names and values are a contract.
+    server, url = served
+    job = Job(make_spec(), "m-1", 2)
+    want = {
+        "Content-Type": "application/json",
+        "X-Bench-Run": "run-1",
+        "X-Bench-Test": "s.t",
+        "X-Bench-Model": "m-1",
+        "X-Bench-Epoch": "2",
+        "X-Bench-Turn": "1",
+        "X-Bench-Attempt": "3",
+        "Authorization": "Bearer sk-x",
+    }
+    async with aiohttp.ClientSession() as session:
+        sender = await sender_for(url, session)
+        assert sender.headers(job, 1, 3) == want
+        result, attempts = await send_with_retries(sender, job, 1, [{"role": "user", "content": "hi"}])
+    assert (result.ok, attempts) == (True, 1)
+    sent = server.requests[0][0]
+    assert {k: sent[k] for k in want} == {**want, "X-Bench-Attempt": "1"}
