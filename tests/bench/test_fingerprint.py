@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from bench.fingerprint import FINGERPRINT_VERSION, SECRET_QUERY_PARAMS, VOLATILE_FIELDS, fingerprint
+from bench.fingerprint import FINGERPRINT_VERSION, SECRET_QUERY_PARAMS, VOLATILE_FIELDS, fingerprint, fingerprint_of
 
 CHAT = "/v1/chat/completions"
 HI = b'{"model":"m","messages":[{"role":"user","content":"Hi"}]}'
@@ -103,6 +103,16 @@ def test_raw_and_odd_bodies() -> None:
     assert fingerprint("POST", "/x", "", b"{bad") != fingerprint("POST", "/x", "", b"{}")
     assert fingerprint("POST", "/x", "", b"\xff\xfe") != fingerprint("POST", "/x", "", b"\xff")
     assert fingerprint("POST", "/x", "", b" [1, 2] ") == fingerprint("POST", "/x", "", b"[1,2]")
+
+
+def test_a_parsed_body_too_deep_to_serialise_is_fingerprinted_as_its_raw_bytes() -> None:
+    # The proxy parses the body in one step and hashes it in the next (fingerprint_of); a value nested past what
+    # json can write back is hashed as the raw body, as a body json cannot read is, never an error.
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    raw = b"[" * 100_000 + b"]" * 100_000
+    assert fingerprint_of("POST", "/x", "", raw, deep) == documented("POST /x?\n", b"raw:" + raw)
 
 
 def test_only_trailing_slashes_are_dropped_from_the_path() -> None:

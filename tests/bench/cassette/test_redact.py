@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -28,6 +29,15 @@ from bench.decoding import decode_reads, encode_reads
 from tests.support.records import as_map, exchange
 
 KEY = "sk-live-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def _forms_worked_out_afresh() -> Iterator[None]:
+    # The forms of a secret are cached per process; without clearing them, a test would be handed the forms an
+    # earlier test worked out, and a fault in working them out would be seen by the first test only.
+    redact.secret_forms.cache_clear()
+    redact._forms_of.cache_clear()
+    yield
 
 
 def record(
@@ -191,6 +201,24 @@ def test_token_scheme_and_lower_case_bearer_are_scrubbed_when_echoed() -> None:
         assert KEY.encode() not in b"".join(rec.response.chunks), header
 
 
+def test_a_credential_holding_spaces_is_scrubbed_whole_after_its_scheme() -> None:
+    # The scheme ends at the first space; everything after it is the credential, spaces and all.
+    credential = "abc def ghij-0123456789"
+    rec = record(headers=[["Authorization", f"Token {credential}"]], chunks=echo(f"got {credential}."))
+    Redactor().redact_exchange(rec)
+    assert rec.response.chunks == echo(f"got {REDACTED}.")
+
+
+def test_a_set_cookies_attributes_are_not_secrets() -> None:
+    # Only the cookie's own value is a secret; Domain, Path and Expires name public things a body may mention.
+    cookie = "sessionid-0123456789abcdef"
+    header = f"sid={cookie}; Domain=api.example.com; Path=/v1/chat/completions; Expires=Wed, 21 Oct 2037 07:28:00 GMT"
+    kept = ("api.example.com", "/v1/chat/completions", "Wed, 21 Oct 2037 07:28:00 GMT")
+    rec = record(resp_headers=[["Set-Cookie", header]], chunks=echo(cookie, *kept))
+    Redactor().redact_exchange(rec)
+    assert rec.response.chunks == echo(REDACTED, *kept)
+
+
 def test_a_response_set_cookie_is_redacted_and_its_value_scrubbed_where_echoed() -> None:
     cookie = "sessionid-0123456789abcdef"
     rec = record(
@@ -309,6 +337,23 @@ def test_json_escaped_forms_are_scrubbed() -> None:
     Redactor().redact_exchange(rec)
     body = b"".join(rec.response.chunks)
     assert body.count(REDACTED.encode()) == 3
+
+
+def test_a_request_body_holding_the_key_with_every_character_escaped_is_scrubbed() -> None:
+    # A client that pastes its key into a message as \u-escapes: found outside the response's reads too.
+    every_char = "".join(f"\\u{ord(c):04x}" for c in KEY)
+    body = b'{"model":"m","messages":[{"role":"user","content":"key: ' + every_char.encode() + b'"}]}'
+    rec = record(headers=[["api-key", KEY]], body=body)
+    Redactor().redact_exchange(rec)
+    assert rec.request.body == body.replace(every_char.encode(), REDACTED.encode())
+
+
+def test_quoted_and_padded_cookie_values_are_scrubbed_where_echoed() -> None:
+    # A cookie's value may be quoted (RFC 6265) and may end in base64's '=' padding; the value itself is the secret.
+    quoted, padded = "Xq-0123456789abcdefX", "dG9rZW4tMDEyMzQ1Njc4OQ=="
+    rec = record(headers=[["Cookie", f'a="{quoted}"; b={padded}']], chunks=echo(f"1 {quoted} 2", f"3 {padded} 4"))
+    Redactor().redact_exchange(rec)
+    assert rec.response.chunks == echo(f"1 {REDACTED} 2", f"3 {REDACTED} 4")
 
 
 def test_short_values_are_not_scrubbed_from_bodies() -> None:

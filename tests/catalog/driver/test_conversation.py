@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -14,6 +15,7 @@ from aiohttp import web
 
 from bench.parse import ParsedExchange, ToolCall
 from bench.serving import listen
+from catalog import fixture_dir
 from catalog.driver import conversation
 from catalog.driver.config import RecordConfig
 from catalog.driver.conversation import (
@@ -27,7 +29,7 @@ from catalog.driver.conversation import (
     send_with_retries,
     should_continue,
 )
-from catalog.model import Limits
+from catalog.model import Limits, Workspace
 from catalog.model import TestSpec as Spec
 
 TOOLS = ({"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}},)
@@ -194,3 +196,56 @@ async def test_a_failed_turn_ends_the_job_with_its_error(served: tuple[Server, s
     async with aiohttp.ClientSession() as session:
         result = await run_job(await sender_for(url, session, max_retries=3), Job(make_spec(), "m", 0))
     assert (result.ok, result.requests, result.turns) == (False, 1, 1) and result.error == "status 404"
+
+
+async def test_workspace_tools_answer_each_call_until_the_call_limit(served: tuple[Server, str]) -> None:
+    # One call per turn; max_calls=3 ends the job at the turn whose call would be the third, unrun.
+    server, url = served
+
+    def one_call(name: str, arguments: dict[str, Any], call_id: str | None) -> dict[str, Any]:
+        call: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        if call_id is not None:
+            call["id"] = call_id
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+    server.answers = [
+        one_call("read_file", {"path": "README.md"}, None),  # no id: the driver names it by turn and index
+        one_call("run_command", {"command": "ls"}, "c2"),  # a built-in tool this test does not offer
+        one_call("list_dir", {"path": "."}, "c3"),
+    ]
+    workspace = Workspace(fixture="minilib", tools=("read_file", "list_dir"))
+    test = replace(make_spec(limits=Limits(max_turns=5, max_calls=3)), workspace=workspace)
+    job = Job(test, "m", 0)
+    async with aiohttp.ClientSession() as session:
+        result = await run_job(await sender_for(url, session), job)
+    assert result.job is job
+    assert (result.ok, result.requests, result.retries, result.turns) == (True, 3, 0, 3)
+    last = server.requests[-1][1]["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert [c["id"] for c in last[1]["tool_calls"]] == ["call_t0_0"] and last[2]["tool_call_id"] == "call_t0_0"
+    readme = (fixture_dir("minilib") / "README.md").read_text()
+    assert readme.splitlines()[0] in last[2]["content"]
+    assert last[4]["tool_call_id"] == "c2" and "unknown tool 'run_command'" in last[4]["content"]
+
+
+async def test_every_request_carries_the_runs_tags_and_the_key(served: tuple[Server, str]) -> None:
+    # The proxy files each exchange under these tags (docs/record.md); the names and values are a contract.
+    server, url = served
+    job = Job(make_spec(), "m-1", 2)
+    want = {
+        "Content-Type": "application/json",
+        "X-Bench-Run": "run-1",
+        "X-Bench-Test": "s.t",
+        "X-Bench-Model": "m-1",
+        "X-Bench-Epoch": "2",
+        "X-Bench-Turn": "1",
+        "X-Bench-Attempt": "3",
+        "Authorization": "Bearer sk-x",
+    }
+    async with aiohttp.ClientSession() as session:
+        sender = await sender_for(url, session)
+        assert sender.headers(job, 1, 3) == want
+        result, attempts = await send_with_retries(sender, job, 1, [{"role": "user", "content": "hi"}])
+    assert (result.ok, attempts) == (True, 1)
+    sent = server.requests[0][0]
+    assert {k: sent[k] for k in want} == {**want, "X-Bench-Attempt": "1"}
