@@ -162,10 +162,15 @@ def test_a_rescore_from_a_url_fetches_several_cassettes_at_once(
     # barrier (after its timeout), and the cassettes would then be read without the prefetch.
     together = threading.Barrier(2, timeout=60)
     overlapped = []
+    admitted = []
+    lock = threading.Lock()  # the first two fetches, exactly, meet at the barrier, however the threads interleave
     whole = storage._whole
 
     def fetch(url: str) -> bytes:
-        if len(overlapped) < 2:
+        with lock:
+            first_two = len(admitted) < 2
+            admitted.append(url)
+        if first_two:
             together.wait()
             overlapped.append(url)
         return whole(url)
