@@ -28,17 +28,9 @@ SHIPPED = Path(__file__).resolve().parents[2] / "cassettes" / "smollm2-135m-cata
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    import dask
-    import distributed
-
-    # As `--dask local:N` sets it: a unit whose worker dies twice fails rather than being tried a third time.
-    with (
-        dask.config.set({"distributed.scheduler.allowed-failures": dist.ALLOWED_FAILURES}),
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
+    # The cluster `--dask local:2` starts: loopback only, no HTTP server on 8787, and a unit whose worker dies twice
+    # fails rather than being tried a third time.
+    with dist.local_client(2) as c:
         yield c
 
 
