@@ -52,7 +52,7 @@ async def test_sync_sdk_streams_are_complete_recorded_and_replayed_with_no_trace
     assert end is not None
     assert sum(len(texts) for texts in results) == len(records) == THREADS * PER_THREAD
     assert all(text for texts in results for text in texts)
-    assert {r.outcome for r in records} == {"complete"}
+    assert {r.outcome for r in records} == {"complete"}, [(r.outcome, r.error) for r in records if r.error]
     assert proxy.stats.client_disconnects == 0 and end.client_disconnects == 0
 
     # Replayed to the same client: the same answers, every one complete again.
