@@ -38,6 +38,7 @@ from bench.cassette.cassette_command import traffic_bytes  # noqa: E402
 from bench.cassette.compact import compact, level_for  # noqa: E402
 from bench.cassette.records import Exchange, Header  # noqa: E402
 from bench.cassette.writer import Packed  # noqa: E402
+from tests.support.serve import serve_on_loopback  # noqa: E402
 
 Record = dict[str, Any]
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
@@ -138,12 +139,8 @@ async def mock_records(directory: Path, streams: int = 20, tokens: int = 40) -> 
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    recorder = await start_proxy(upstream=f"http://127.0.0.1:{port}", cassettes=directory)
+    runner, url = await serve_on_loopback(app)
+    recorder = await start_proxy(upstream=url, cassettes=directory)
     async with aiohttp.ClientSession() as session:
 
         async def one(seed: int) -> None:

@@ -57,12 +57,10 @@ async def upstream(body: bytes) -> tuple[web.AppRunner, str]:
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    return runner, f"http://127.0.0.1:{port}"
+    sys.path.insert(0, str(ROOT))
+    from tests.support.serve import serve_on_loopback
+
+    return await serve_on_loopback(app)
 
 
 def start_proxy(url: str, cassettes: Path, root: Path) -> tuple[subprocess.Popen[str], str]:

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from bench.cassette import read_cassette
 from proxy import start_proxy
+from tests.support.serve import serve_on_loopback
 
 SIZE = 50 << 20
 
@@ -35,16 +36,12 @@ async def test_a_50_mb_answer_is_recorded_and_replayed_byte_for_byte(tmp_path: P
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, url = await serve_on_loopback(app)
     cassettes = tmp_path / "cassettes"
     request = {"model": "big-model", "messages": [{"role": "user", "content": "a long answer"}]}
     timeout = aiohttp.ClientTimeout(total=300)
     try:
-        recorder = await start_proxy(upstream=f"http://127.0.0.1:{port}", cassettes=cassettes)
+        recorder = await start_proxy(upstream=url, cassettes=cassettes)
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
             session.post(f"{recorder.url}/v1/chat/completions", json=request) as resp,

@@ -27,6 +27,7 @@ from bench.cassette.redact import BodyScrubber, scrub_reads, secret_forms
 from bench.cassette.seek import SeekIndex
 from bench.cli import main
 from proxy import start_proxy
+from tests.support.serve import serve_on_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-spill-secret-0123456789abcdef"
@@ -67,13 +68,9 @@ def sse_events(n: int) -> list[bytes]:
 
 
 async def serve(app: web.Application) -> AsyncIterator[str]:
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, url = await serve_on_loopback(app)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
         await runner.cleanup()
 
