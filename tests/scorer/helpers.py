@@ -12,7 +12,7 @@ import orjson
 from bench.cassette import CassetteWriter
 from bench.cassette.records import Exchange, RunMeta, Settings
 from bench.parse import parse_exchange
-from catalog.model import Check, Limits, Reference, TestSpec, Workspace
+from catalog.model import Catalog, Check, Limits, Reference, TestSpec, Workspace
 from scorer.context import Call, EvalContext, Turn
 from scorer.registry import Score, run_check
 from scorer.scoring import slim
@@ -128,3 +128,21 @@ def write_cassette(
     if close:
         w.close()
     return path
+
+
+# Two tests of the scorer's pipeline and its merge: a capital and a weather tool call, with their hashes.
+CAPITAL = spec([Check("exact_token", {"value": "Paris"})], id="t.capital", hash="hc")
+WEATHER = spec(
+    [Check("tool_args", {"name": "get_weather", "args": {"city": "Paris"}})],
+    id="t.weather",
+    tools=[WEATHER_TOOL],
+    hash="hw",
+)
+HASHES = {"t.capital": "hc", "t.weather": "hw"}
+
+
+def make_catalog(*tests: Any) -> Catalog:
+    return Catalog(tests={t.id: t for t in tests}, hash="cat", root=Path("."))
+
+
+CATALOG = make_catalog(CAPITAL, WEATHER)

@@ -18,23 +18,16 @@ from scorer.merge import rescore_to_file
 from scorer.pipeline import rescore
 from scorer.scores_io import read_scores, write_scores
 from scorer.synth import exchange_record, sse_chunks
-from tests.scorer.helpers import WEATHER_TOOL, record, spec, write_cassette
-
-CAPITAL = spec([Check("exact_token", {"value": "Paris"})], id="t.capital", hash="hc")
-WEATHER = spec(
-    [Check("tool_args", {"name": "get_weather", "args": {"city": "Paris"}})],
-    id="t.weather",
-    tools=[WEATHER_TOOL],
-    hash="hw",
+from tests.scorer.helpers import (
+    CAPITAL,
+    CATALOG,
+    HASHES,
+    WEATHER,
+    make_catalog,
+    record,
+    write_cassette,
 )
-HASHES = {"t.capital": "hc", "t.weather": "hw"}
 
-
-def make_catalog(*tests: Any) -> Catalog:
-    return Catalog(tests={t.id: t for t in tests}, hash="cat", root=Path("."))
-
-
-CATALOG = make_catalog(CAPITAL, WEATHER)
 # Accepting Rome flips every weather result that answered Rome.
 ROME = make_catalog(
     CAPITAL,

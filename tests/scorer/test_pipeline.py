@@ -13,28 +13,21 @@ import zstandard
 
 from bench.cassette import CassetteWriter
 from bench.cassette.records import Settings
-from catalog.model import Catalog, Check
+from catalog.model import Check
 from scorer.flips import find_flips
 from scorer.pipeline import rescore
 from scorer.results import Result
 from scorer.scores_io import read_scores, write_scores
-from tests.scorer.helpers import WEATHER_TOOL, record, spec, write_cassette
-
-CAPITAL = spec([Check("exact_token", {"value": "Paris"})], id="t.capital", hash="hc")
-WEATHER = spec(
-    [Check("tool_args", {"name": "get_weather", "args": {"city": "Paris"}})],
-    id="t.weather",
-    tools=[WEATHER_TOOL],
-    hash="hw",
+from tests.scorer.helpers import (
+    CAPITAL,
+    CATALOG,
+    HASHES,
+    WEATHER,
+    make_catalog,
+    record,
+    spec,
+    write_cassette,
 )
-HASHES = {"t.capital": "hc", "t.weather": "hw"}
-
-
-def make_catalog(*tests: Any) -> Catalog:
-    return Catalog(tests={t.id: t for t in tests}, hash="cat", root=Path("."))
-
-
-CATALOG = make_catalog(CAPITAL, WEATHER)
 
 
 def records() -> list[dict[str, Any]]:
