@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import storage  # noqa: E402
-from benchmarks.scale import read_all, without_prefetch  # noqa: E402
+from benchmarks.scale import read_all, time_rounds, without_prefetch  # noqa: E402
 from scorer import pipeline  # noqa: E402
 from tests.support.s3 import start_moto  # noqa: E402
 
@@ -96,13 +96,8 @@ def main() -> None:
         f"s3://, prefetch {pipeline.PREFETCH} ahead": lambda: read_all(urls),
         "s3://, one at a time": without_prefetch(lambda: read_all(urls)),
     }
-    times: dict[str, list[float]] = {k: [] for k in configs}
     try:
-        for _ in range(args.rounds):
-            for name, fn in configs.items():
-                t = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - t)
+        times = time_rounds(configs, args.rounds)
     finally:
         listener.close()
         server.stop()

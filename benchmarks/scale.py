@@ -50,6 +50,17 @@ def without_prefetch(fn: Callable[[], object]) -> Callable[[], object]:
     return run
 
 
+def time_rounds(configs: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """Each config's wall time (s) per round, the configs run one after another within each round: side by side."""
+    times: dict[str, list[float]] = {k: [] for k in configs}
+    for _ in range(rounds):
+        for name, fn in configs.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return times
+
+
 def read_all(paths: list[storage.Location]) -> int:
     """Every record of these cassettes, in order, with the prefetch an in-process rescore uses."""
     n = 0
@@ -124,13 +135,8 @@ def main() -> None:
         "read only, s3://": lambda: read_all(storage.find(["s3://bench-scale/runs"])),
         "read only, s3://, no prefetch": without_prefetch(lambda: read_all(storage.find(["s3://bench-scale/runs"]))),
     }
-    times: dict[str, list[float]] = {k: [] for k in configs}
     try:
-        for _ in range(args.rounds):
-            for name, fn in configs.items():
-                t = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - t)
+        times = time_rounds(configs, args.rounds)
     finally:
         clusters.close()
         server.stop()
