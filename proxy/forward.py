@@ -21,7 +21,7 @@ from bench.cassette.records import ReplayOf
 from proxy.error_responses import JSON_TYPE, error_body
 from proxy.identity import identity_headers
 from proxy.recorder import Exchange
-from proxy.recordings import Recorded
+from proxy.recordings import Recorded, sent_done
 from proxy.spill import spill_limit, spill_safely
 from proxy.state import ProxyState
 
@@ -252,15 +252,26 @@ async def _pump(
         except asyncio.CancelledError:
             if watchdog is not None and watchdog.absorb():
                 return _cut(request, ex, TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
-            if state.closing or request.transport is not None:
+            # A client can leave after `proxy.close()` began (its last answer whole): only the shutdown's own cut
+            # after the grace, or a cancellation with the client still there, ends the exchange here.
+            if state.cutting_off or request.transport is not None:
                 raise
             # The client left (aiohttp cancels the handler when its connection drops). The synchronous openai SDK
             # closes as soon as it has read `data: [DONE]`, often before the upstream's end of body reached us: if
             # that end comes now, with nothing after what the client was sent, the client had the whole answer.
             _uncancel()
-            if not await _ends_now(content):
+            ended, tail = await _ends_now(content)
+            if tail:
+                # Bytes past what the client was sent are still the upstream's: recorded, never dropped.
+                chunks.append(tail)
+                times.append(monotonic_ns())
+            if tail or not (ended or (ex.streamed and sent_done(chunks))):
                 ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
                 return False
+            if not ended:
+                # The client had the stream up to its `[DONE]`; the upstream's end of body is late (or the loop was
+                # stalled past the grace). Still whole for the client; the upstream connection is not reused.
+                upstream.close()
             chunk = b""
         except TimeoutError:
             return _cut(request, ex, TIMEOUT, "upstream took longer than the request timeout")
@@ -304,13 +315,14 @@ def _uncancel() -> None:
     task.uncancel()
 
 
-async def _ends_now(content: aiohttp.StreamReader) -> bool:
-    """True if the upstream's body ends within END_GRACE seconds with no further bytes."""
+async def _ends_now(content: aiohttp.StreamReader) -> tuple[bool, bytes]:
+    """Whether the upstream's body ended within END_GRACE seconds, and any bytes it sent first."""
     try:
         async with asyncio.timeout(END_GRACE):
-            return not await content.readany()
+            tail = await content.readany()
     except (TimeoutError, aiohttp.ClientError):
-        return False
+        return False, b""
+    return not tail, tail
 
 
 def _note_upstream(ex: Exchange, upstream: aiohttp.ClientResponse, state: ProxyState) -> None:

@@ -92,8 +92,12 @@ def whole_stream(response: Response) -> bool:
     """A stream whose client left only after its `data: [DONE]`: the client had the whole answer. The openai SDK
     closes its response at `[DONE]`, often before the proxy has read the upstream's end of body (the chunked
     encoding's last, empty chunk), so such an exchange is recorded as `client_disconnected` while it replays whole."""
-    chunks = response.chunks
-    return response.streamed and bool(chunks) and b"data: [DONE]" in b"".join(chunks[-2:])
+    return response.streamed and sent_done(response.chunks)
+
+
+def sent_done(chunks: list[bytes]) -> bool:
+    """The stream's last reads carry its `data: [DONE]` (an event can be split across two reads)."""
+    return bool(chunks) and b"data: [DONE]" in b"".join(chunks[-2:])
 
 
 class ReplayIndex:

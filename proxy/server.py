@@ -95,6 +95,7 @@ class RunningProxy:
             idle.cancel()
             hurry.cancel()
         late = list(state.in_flight.values())
+        state.cutting_off = bool(late)
         for task in late:
             task.cancel()  # each handler records its exchange as cut off by the shutdown
         if late:

@@ -47,6 +47,7 @@ class ProxyState:
     repeat: bool = True  # replay mode: a used-up fingerprint starts again from its first recording
     stats: ProxyStats = field(default_factory=ProxyStats)
     closing: bool = False
+    cutting_off: bool = False  # the shutdown's grace ran out: it cancels the exchanges still in flight
     in_flight: dict[Exchange, asyncio.Task[Any]] = field(default_factory=dict)
     idle: asyncio.Event = field(default_factory=asyncio.Event)
     miss_messages: list[str] = field(default_factory=list)  # each replay miss's message, in order

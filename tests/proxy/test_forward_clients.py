@@ -6,11 +6,12 @@ import asyncio
 import logging
 from pathlib import Path
 
+import aiohttp
 import pytest
 from openai import OpenAI
 
 from bench.cassette import CassetteReader
-from proxy import start_proxy
+from proxy import forward, start_proxy
 from tests.proxy.conftest import MESSAGES, SECRET
 from tests.support.upstream import Upstream
 
@@ -68,6 +69,39 @@ async def test_sync_sdk_streams_are_complete_recorded_and_replayed_with_no_trace
     assert not problems, [r.getMessage() for r in problems]
 
 
+async def test_sync_sdk_stream_is_complete_when_the_upstreams_end_comes_after_the_grace(
+    upstream: Upstream, cassettes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The client closes at `[DONE]`; the upstream's end of body comes 10x the grace later. This is how a loop stalled
+    # past the grace (a loaded machine, a long garbage collection) looks to the proxy: the client still had it all.
+    monkeypatch.setattr(forward, "END_GRACE", 0.05)
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+
+    def three_streams() -> list[str]:
+        with OpenAI(base_url=proxy.url + "/v1", api_key=SECRET, max_retries=0, timeout=20) as client:
+            texts = []
+            for i in range(3):
+                extra = {"x_ttft_ms": 0, "x_delay_ms": 0, "x_words": 4, "x_end_delay_ms": 500}
+                stream = client.chat.completions.create(
+                    model="test-model",
+                    messages=[*MESSAGES, {"role": "user", "content": str(i)}],
+                    stream=True,
+                    extra_body=extra,
+                )
+                texts.append("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
+            return texts
+
+    texts = await asyncio.to_thread(three_streams)
+    await proxy.close()
+    assert proxy.cassette_path is not None
+    reader = CassetteReader(proxy.cassette_path)
+    records = list(reader)
+    assert len(records) == 3 and all(texts)
+    assert [(r.outcome, r.error) for r in records] == [("complete", None)] * 3
+    assert all(r.response.chunks[-1].endswith(b"data: [DONE]\n\n") for r in records)
+    assert proxy.stats.client_disconnects == 0 and reader.end is not None and reader.end.client_disconnects == 0
+
+
 async def test_sync_sdk_leaving_mid_stream_is_client_disconnected(
     upstream: Upstream, cassettes: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -99,3 +133,31 @@ async def test_sync_sdk_leaving_mid_stream_is_client_disconnected(
     assert proxy.stats.client_disconnects == 1 and end.client_disconnects == 1
     assert upstream.requests[-1].disconnected
     assert not [r for r in caplog.records if r.name.startswith(("bench", "aiohttp")) and r.levelno >= logging.WARNING]
+
+
+async def test_a_client_leaving_after_done_while_the_proxy_stops_had_the_whole_answer(
+    upstream: Upstream, cassettes: Path
+) -> None:
+    # The order the suite met once in ten runs: the client reads `[DONE]`, the proxy's stop begins, and only then
+    # does the client's connection close. Its answer was whole; the stop's grace is for exchanges still running.
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    body = {"model": "test-model", "messages": MESSAGES, "stream": True, "x_words": 4, "x_end_delay_ms": 300}
+    async with aiohttp.ClientSession() as session:
+        response = await session.post(
+            proxy.url + "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {SECRET}"}
+        )
+        seen = b""
+        while b"data: [DONE]\n\n" not in seen:
+            seen += await response.content.readany()
+        stopping = asyncio.create_task(proxy.close())
+        while not proxy.state.closing:
+            await asyncio.sleep(0)
+        response.connection.transport.close()  # type: ignore[union-attr]
+        response.release()
+        await stopping
+    assert proxy.cassette_path is not None
+    reader = CassetteReader(proxy.cassette_path)
+    records = list(reader)
+    assert [(r.outcome, r.error) for r in records] == [("complete", None)]
+    assert b"".join(records[0].response.chunks) == seen
+    assert proxy.stats.client_disconnects == 0 and reader.end is not None and reader.end.client_disconnects == 0
