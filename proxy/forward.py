@@ -103,23 +103,36 @@ class IdleWatchdog:
 
     aiohttp's `sock_read` timeout re-arms a timer on every read, a per-chunk cost; the reads' arrival times are
     recorded anyway, so the watchdog checks the last one when its timer fires and cancels the exchange if the
-    upstream has been silent too long.
+    upstream has been silent too long. While the exchange waits on the proxy's own cassette writer (a part of a large
+    body, the record at the end) it does not read the upstream: that wait is `paused` and never counts as silence.
     """
 
-    __slots__ = ("ex", "expired", "handle", "idle_ns", "loop", "task")
+    __slots__ = ("ex", "expired", "handle", "idle_ns", "loop", "paused", "resumed", "task")
 
     def __init__(self, ex: Exchange, idle_s: float, task: asyncio.Task[Any]) -> None:
         self.ex = ex
         self.task = task
         self.idle_ns = int(idle_s * 1e9)
         self.expired = False
+        self.paused = False
+        self.resumed = 0  # when the last pause ended: the upstream's silence is counted from then at the earliest
         self.loop = asyncio.get_running_loop()
         self.handle = self.loop.call_later(idle_s, self._check)
 
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        self.resumed = monotonic_ns()
+
     def _check(self) -> None:
+        if self.paused:
+            self.handle = self.loop.call_later(self.idle_ns / 1e9, self._check)
+            return
         ex = self.ex
         last = ex.times[-1] if ex.times else (ex.headers_at or ex.sent_upstream or ex.t0)
-        remaining = last + self.idle_ns - monotonic_ns()
+        remaining = max(last, self.resumed) + self.idle_ns - monotonic_ns()
         if remaining > 0:
             self.handle = self.loop.call_later(remaining / 1e9, self._check)
         else:
@@ -247,7 +260,13 @@ async def _pump(
         try:
             if held >= limit:
                 assert sink is not None
-                held = await spill_safely(ex, sink)
+                if watchdog is not None:
+                    watchdog.pause()  # waiting for our own writer is not the upstream being silent
+                try:
+                    held = await spill_safely(ex, sink)
+                finally:
+                    if watchdog is not None:
+                        watchdog.resume()
             chunk = await content.readany()
         except asyncio.CancelledError:
             if watchdog is not None and watchdog.absorb():
@@ -290,6 +309,8 @@ async def _pump(
             return False
         ex.own_ns += monotonic_ns() - t
     _note_upstream(ex, upstream, state)
+    if watchdog is not None:
+        watchdog.pause()  # the body is read whole: what follows waits on our writer and the client only
     await _end_whole(state, ex, response)
     return True
 

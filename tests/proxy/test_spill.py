@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -392,3 +393,46 @@ async def test_a_rotation_mid_answer_keeps_the_answer_whole_in_the_cassette_that
     [record] = list(reader)
     assert reader.problem is None and b"".join(record.response.chunks) == b"".join(events)
     assert [r.id for r in CassetteReader(second)] == []
+
+
+def hold_writer(writer: object) -> tuple[threading.Event, threading.Event]:
+    """Fault injection: the cassette writer's thread blocks before each file write until `gate` is set; `held` is
+    set once it is blocked."""
+    gate = threading.Event()
+    held = threading.Event()
+    write_all = writer._write_all  # type: ignore[attr-defined]
+
+    def stalled(data: bytes) -> None:
+        held.set()
+        gate.wait(60)  # the test lets it go; 60 s only so that a failing test cannot hang the suite
+        write_all(data)
+
+    writer._write_all = stalled  # type: ignore[attr-defined]
+    return gate, held
+
+
+async def test_waiting_on_a_held_cassette_writer_never_counts_as_the_upstream_being_idle(tmp_path: Path) -> None:
+    """The writer's thread is held (a stalled disk) for several idle timeouts while an answer spills. The exchange
+    waits for its previous part meanwhile and does not read the upstream: that is the proxy's own wait, so the idle
+    watchdog must not cut the answer. The answer arrives whole and is recorded complete."""
+    events = sse_events(4000)
+    idle = 0.4
+    async for url in serve(big_app(b"{}", events)):
+        recorder = await start_proxy(upstream=url, cassettes=tmp_path, idle_timeout=idle)
+        sink = recorder.state.sink
+        assert sink is not None
+        sink.spill_bytes = 32 << 10
+        gate, held = hold_writer(sink.writer)
+        asking = asyncio.create_task(ask(recorder.url, True))
+        await asyncio.to_thread(held.wait, 60)
+        await asyncio.sleep(idle * 5)  # the writer holds the first part for five idle timeouts
+        gate.set()
+        assert await asking == hashlib.sha256(b"".join(events)).hexdigest()
+        await recorder.close()
+    path = recorder.cassette_path
+    assert path is not None and kinds(path).count("part") >= 2
+    reader = CassetteReader(path)
+    [record] = list(reader)
+    assert reader.problem is None
+    assert (record.outcome, record.error, record.response.cut) == ("complete", None, False)
+    assert b"".join(record.response.chunks) == b"".join(events)
