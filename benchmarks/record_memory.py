@@ -1,24 +1,30 @@
-"""Peak memory of `bench proxy --mode record` for large non-streamed answers (issue 10: "memory per response").
+"""Peak memory of `bench proxy --mode record` (and `--mode replay`) for large non-streamed answers (issue 10: "memory
+per response").
 
 A mock upstream (in this process, on 127.0.0.1) answers every chat request with one JSON body of `--mb` MB; a real
 `bench proxy` process records it. Printed: the proxy's peak RSS (VmHWM) when idle, after one such answer, and after
 `--parallel` at once (a fresh proxy each), with every answer checked byte for byte against the upstream's (sha256).
+`--gzip`: the upstream sends the body gzip-encoded (`Content-Encoding: gzip`; the answers are checked as the wire
+bytes). `--replay`: the answers are recorded once (by this checkout), then a replaying proxy (`--pace instant`, its
+replay log on) serves them: printed is its peak RSS once started (the index loaded) and after the answers.
 
 The proxy is started from the checkout this file is in (not from whatever `bench` is installed). With `--baseline
 REF` the same runs are made, interleaved, with a proxy started from `git archive REF` of this repository, and the two
 are printed side by side. Also printed: how long the proxy took to stop (closing and recompressing the cassette).
 
-    .venv/bin/python benchmarks/record_memory.py [--mb 50] [--parallel 8] [--baseline main] [--hex]
+    .venv/bin/python benchmarks/record_memory.py [--mb 50] [--parallel 8] [--baseline main] [--hex] [--gzip] [--replay]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import hashlib
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -50,10 +56,12 @@ def big_body(mb: int, hexed: bool = False) -> bytes:
     return head + b'"message":{"role":"assistant","content":"' + text + b'"}}],"system_fingerprint":"fp_big"}'
 
 
-async def upstream(body: bytes) -> tuple[web.AppRunner, str]:
+async def upstream(body: bytes, gzipped: bool = False) -> tuple[web.AppRunner, str]:
+    headers = {"Content-Encoding": "gzip"} if gzipped else {}
+
     async def chat(request: web.Request) -> web.Response:
         await request.read()
-        return web.Response(body=body, content_type="application/json")
+        return web.Response(body=body, content_type="application/json", headers=headers)
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
@@ -63,8 +71,9 @@ async def upstream(body: bytes) -> tuple[web.AppRunner, str]:
     return await serve_on_loopback(app)
 
 
-def start_proxy(url: str, cassettes: Path, root: Path) -> tuple[subprocess.Popen[str], str]:
-    args = [sys.executable, "-c", BOOT, str(root), "proxy", "--port", "0", "--upstream", url]
+def start_proxy(url: str | None, cassettes: Path, root: Path) -> tuple[subprocess.Popen[str], str]:
+    args = [sys.executable, "-c", BOOT, str(root), "proxy", "--port", "0"]
+    args += ["--upstream", url] if url is not None else ["--mode", "replay", "--pace", "instant"]
     proc = subprocess.Popen(
         [*args, "--cassettes", str(cassettes)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -93,7 +102,10 @@ def peak_mib(pid: int) -> float:
 async def ask(session: aiohttp.ClientSession, url: str, i: int) -> str:
     async with session.post(f"{url}/v1/chat/completions", json={"model": "big-model", "n": i}) as resp:
         assert resp.status == 200, resp.status
-        return hashlib.sha256(await resp.read()).hexdigest()
+        digest = hashlib.sha256()
+        async for piece in resp.content.iter_any():  # the wire bytes (a gzip body is not decoded here)
+            digest.update(piece)
+        return digest.hexdigest()
 
 
 async def one(url: str, root: Path, n: int, want: str) -> tuple[float, float, float, bool]:
@@ -102,10 +114,10 @@ async def one(url: str, root: Path, n: int, want: str) -> tuple[float, float, fl
         proc, proxy = start_proxy(url, Path(tmp), root)
         idle = peak_mib(proc.pid)
         timeout = aiohttp.ClientTimeout(total=600)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
+        async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
             got = await asyncio.gather(*(ask(session, proxy, i) for i in range(n)))
         assert got == [want] * n, "an answer came back changed"
-        # The last record is written before its response ends (kill -9 safety): the peak is in already.
+        await in_file(Path(tmp), "rec-*.cassette", n)
         peak = peak_mib(proc.pid)
         t = time.monotonic()
         proc.send_signal(signal.SIGINT)
@@ -113,6 +125,47 @@ async def one(url: str, root: Path, n: int, want: str) -> tuple[float, float, fl
         stop = time.monotonic() - t
         recorded = recorded_ok(next(Path(tmp).glob("*.cassette")), want, n)
         return idle, peak, stop, recorded
+
+
+async def replay(recorded: Path, root: Path, n: int, want: str) -> tuple[float, float, float, bool]:
+    """(MiB once started, peak MiB, seconds to stop, replay log byte-identical) for n answers at once replayed from
+    the cassettes in `recorded` (copied: the replay log is written beside them)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in recorded.glob("*.cassette"):
+            shutil.copy(path, tmp)
+        proc, proxy = start_proxy(None, Path(tmp), root)
+        started = peak_mib(proc.pid)
+        timeout = aiohttp.ClientTimeout(total=600)
+        async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
+            got = await asyncio.gather(*(ask(session, proxy, i) for i in range(n)))
+        assert got == [want] * n, "an answer came back changed"
+        await in_file(Path(tmp), "replay-*.cassette", n)
+        peak = peak_mib(proc.pid)
+        t = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=600)
+        stop = time.monotonic() - t
+        logged = recorded_ok(next(Path(tmp).glob("replay-*.cassette")), want, n)
+        return started, peak, stop, logged
+
+
+async def in_file(folder: Path, pattern: str, n: int) -> None:
+    """Wait until the proxy's cassette holds n exchanges: a client reads a body with a Content-Length whole before
+    the proxy has built its record (the response's end waits for the record, the body does not), and building it
+    (decoding a compressed body, redaction) is part of the peak."""
+    sys.path.insert(0, str(ROOT))
+    from bench.cassette import CassetteReader
+    from bench.errors import CassetteError
+
+    for _ in range(3000):
+        for path in folder.glob(pattern):
+            try:
+                if sum(1 for _ in CassetteReader(path, part_bodies=False)) >= n:
+                    return
+            except CassetteError:
+                pass
+        await asyncio.sleep(0.2)
+    raise SystemExit(f"the proxy did not record {n} exchange(s) in 10 minutes")
 
 
 def recorded_ok(path: Path, want: str, n: int) -> bool:
@@ -123,16 +176,18 @@ def recorded_ok(path: Path, want: str, n: int) -> bool:
     return len(records) == n and all(hashlib.sha256(b"".join(r.response.chunks)).hexdigest() == want for r in records)
 
 
-async def run(mb: int, parallel: int, baseline: str | None, hexed: bool) -> None:
+async def run(mb: int, parallel: int, baseline: str | None, hexed: bool, gzipped: bool, replaying: bool) -> None:
     body = big_body(mb, hexed)
+    if gzipped:
+        body = gzip.compress(body, compresslevel=6)
+        print(f"the upstream sends {len(body) / 2**20:.1f} MiB of gzip ({mb} MB decoded)", flush=True)
     want = hashlib.sha256(body).hexdigest()
-    runner, url = await upstream(body)
+    if replaying:
+        await run_replay(body, gzipped, want, mb, parallel, baseline)
+        return
+    runner, url = await upstream(body, gzipped)
     with tempfile.TemporaryDirectory() as old:
-        roots = [("this checkout", ROOT)]
-        if baseline is not None:
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", baseline], check=True, capture_output=True)
-            subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
-            roots.append((baseline, Path(old)))
+        roots = checkouts(baseline, old)
         try:
             for n in (1, parallel):
                 for name, root in roots:  # interleaved: both under the same load
@@ -147,15 +202,52 @@ async def run(mb: int, parallel: int, baseline: str | None, hexed: bool) -> None
             await runner.cleanup()
 
 
+def checkouts(baseline: str | None, old: str) -> list[tuple[str, Path]]:
+    roots = [("this checkout", ROOT)]
+    if baseline is not None:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", baseline], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+        roots.append((baseline, Path(old)))
+    return roots
+
+
+async def run_replay(body: bytes, gzipped: bool, want: str, mb: int, parallel: int, baseline: str | None) -> None:
+    """Record each answer count once with this checkout, then replay it with each checkout, interleaved."""
+    runner, url = await upstream(body, gzipped)
+    with tempfile.TemporaryDirectory() as old, tempfile.TemporaryDirectory() as rec:
+        roots = checkouts(baseline, old)
+        try:
+            for n in (1, parallel):
+                folder = Path(rec) / str(n)
+                folder.mkdir()
+                proc, proxy = start_proxy(url, folder, ROOT)
+                async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as session:
+                    assert await asyncio.gather(*(ask(session, proxy, i) for i in range(n))) == [want] * n
+                proc.send_signal(signal.SIGINT)
+                proc.communicate(timeout=600)
+                for name, root in roots:
+                    started, peak, stop, ok = await replay(folder, root, n, want)
+                    print(
+                        f"replay {n} x {mb} MB answer(s), {name:>13}: peak RSS {peak:.0f} MiB (once started "
+                        f"{started:.0f} MiB, +{peak - started:.0f} MiB serving); stop (close) {stop:.1f} s; answers "
+                        f"byte-identical; replay log {'byte-identical' if ok else 'DIFFERS'}",
+                        flush=True,
+                    )
+        finally:
+            await runner.cleanup()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=int, default=50)
     parser.add_argument("--parallel", type=int, default=8)
     parser.add_argument("--baseline", metavar="REF", help="also run `git archive REF` of this repository, interleaved")
     parser.add_argument("--hex", action="store_true", help="answers of random hex (incompressible text)")
+    parser.add_argument("--gzip", action="store_true", help="the upstream sends its answers gzip-encoded")
+    parser.add_argument("--replay", action="store_true", help="measure a replaying proxy serving the answers")
     args = parser.parse_args()
     print(f"checkout: {ROOT}; load {os.getloadavg()[0]:.1f}")
-    asyncio.run(run(args.mb, args.parallel, args.baseline, args.hex))
+    asyncio.run(run(args.mb, args.parallel, args.baseline, args.hex, args.gzip, args.replay))
 
 
 if __name__ == "__main__":

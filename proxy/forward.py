@@ -22,6 +22,7 @@ from proxy.error_responses import JSON_TYPE, error_body
 from proxy.identity import identity_headers
 from proxy.recorder import Exchange
 from proxy.recordings import Recorded, sent_done
+from proxy.replay_body import BodyUnreadable, recorded_reads
 from proxy.spill import spill_limit, spill_safely
 from proxy.state import ProxyState
 
@@ -390,20 +391,36 @@ async def serve_recorded(
     await response.prepare(request)
     offset_us = 0
     recorded_first_token = timing.first_token
-    for chunk, delta in zip(resp_rec.chunks, resp_rec.chunk_us, strict=False):
-        offset_us += delta
-        if pace:
-            await _sleep_until(t0 + int(offset_us * 1000 * pace))
-        t = monotonic_ns()
-        ex.chunks.append(chunk)
-        ex.times.append(t)
-        if ex.first_token is None and recorded_first_token is not None and offset_us >= recorded_first_token:
-            ex.first_token = t
-        try:
-            await response.write(chunk)
-        except ConnectionError:
-            ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
-            return response
+    # A large answer's body comes from its cassette part by part (proxy.replay_body), and the replay's own record
+    # writes it in parts as a recording does: neither side holds it whole.
+    sink = state.sink
+    limit = spill_limit(ex, sink)
+    held = 0
+    try:
+        async for chunk, delta in recorded_reads(hit, rec):
+            offset_us += delta
+            if held >= limit:
+                assert sink is not None
+                held = await spill_safely(ex, sink)
+            if pace:
+                await _sleep_until(t0 + int(offset_us * 1000 * pace))
+            t = monotonic_ns()
+            if sink is not None:  # else nothing records this replay: the body is not kept
+                ex.chunks.append(chunk)
+            ex.times.append(t)
+            held += len(chunk)
+            if ex.first_token is None and recorded_first_token is not None and offset_us >= recorded_first_token:
+                ex.first_token = t
+            try:
+                await response.write(chunk)
+            except ConnectionError:
+                ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
+                return response
+    except BodyUnreadable as exc:
+        ex.cut = True
+        ex.fail(UPSTREAM_ERROR, f"the recorded body could not be read back: {exc}")
+        _abort_client(request)
+        return response
     if resp_rec.cut:
         # The recorded upstream broke the body off: break it off the same way.
         ex.cut = True

@@ -19,6 +19,7 @@ import zstandard
 from bench.cassette import CassetteReader, find_cassettes
 from bench.cassette.format import CLIENT_DISCONNECTED
 from bench.cassette.records import Exchange, Request, Response, encode
+from bench.cassette.seek import SeekIndex
 from bench.errors import BenchError, CassetteError
 from bench.fingerprint import canonical_body, canonical_query
 from proxy.matching import MatchOptions
@@ -57,10 +58,13 @@ class Recorded:
     records would (the shipped cassette, benchmarks/replay_memory.py), and a hit unpacks the record it serves in
     ~25 us."""
 
-    __slots__ = ("_packed", "cassette", "id", "request", "started")
+    __slots__ = ("_packed", "cassette", "id", "request", "seeker", "started")
 
-    def __init__(self, cassette: str, record: Exchange) -> None:
+    def __init__(self, cassette: str, record: Exchange, seeker: SeekIndex | None = None) -> None:
         self.cassette = cassette
+        # A large answer's record is held without the reads of its `response.parts`: `seeker` reads those from its
+        # file as they are served (proxy.replay_body), so that neither the index nor a replay holds the whole body.
+        self.seeker = seeker
         self.id = record.id or "?"
         self.started = record.started
         # What matching and a miss's comparison read stays unpacked; the rest (headers, the response) is packed.
@@ -71,7 +75,8 @@ class Recorded:
 
     @property
     def record(self) -> Exchange:
-        """The whole record, unpacked anew for each use (the caller may keep it)."""
+        """The record, unpacked anew for each use (the caller may keep it); a large answer's `response.parts` are
+        left to be read through `seeker`."""
         return _DECODER.decode(_UNPACK.decompress(self._packed))
 
 
@@ -125,11 +130,17 @@ class ReplayIndex:
         for path in find_cassettes([directory]):
             # A bad, 0-byte or damaged file costs only what it cannot give: replay serves the rest, and says so.
             try:
-                reader = CassetteReader(path)
+                reader = CassetteReader(path, part_bodies=False)
             except CassetteError as exc:
                 log.warning("bench proxy: warning: %s; not replayed", exc)
                 continue
-            items.extend(Recorded(path.name, record) for record in reader if replayable(record))
+            seeker: SeekIndex | None = None
+            for record in reader:
+                if not replayable(record):
+                    continue
+                if record.response.parts and seeker is None:
+                    seeker = SeekIndex(path)  # one per file, shared by its large answers
+                items.append(Recorded(path.name, record, seeker if record.response.parts else None))
             if reader.damaged:
                 log.warning("bench proxy: warning: %s; replaying what was read", reader.problem)
         return cls(items, match)

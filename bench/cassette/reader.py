@@ -41,8 +41,7 @@ def attach_parts(record: Exchange, parts: list[Part | None]) -> None:
     """Put the reads of an exchange's part records (in its `response.parts` order) in front of its own, with their
     times: the exchange as the proxy saw it, byte for byte. PartsMissing if one is missing or not the one named."""
     response = record.response
-    if any(p is None or p.n != i or p.started != record.started for i, p in enumerate(parts)):
-        raise PartsMissing(f"exchange {record.id}: part record(s) of its body lost")
+    check_parts(record, parts)
     chunks: list[bytes] = []
     times: list[int] = []
     for part in parts:
@@ -56,10 +55,21 @@ def attach_parts(record: Exchange, parts: list[Part | None]) -> None:
         raise PartsMissing(f"exchange {record.id}: its parts' reads and times do not match")
 
 
-class CassetteReader:
-    """Iterate a cassette's exchange records. `header` is read on open; `end`, `truncated`, `problem` once read."""
+def check_parts(record: Exchange, parts: list[Part | None]) -> None:
+    """PartsMissing unless these are the exchange's part records, all there, in order."""
+    if any(p is None or p.n != i or p.started != record.started for i, p in enumerate(parts)):
+        raise PartsMissing(f"exchange {record.id}: part record(s) of its body lost")
 
-    def __init__(self, path: Path | str) -> None:
+
+class CassetteReader:
+    """Iterate a cassette's exchange records. `header` is read on open; `end`, `truncated`, `problem` once read.
+
+    `part_bodies=False`: an exchange whose body was written in parts is returned with only its own reads and its
+    `response.parts` left as written (every part checked to be there), never its whole body: replay indexes large
+    answers this way and reads their parts from the file as it serves them (proxy.replay_body)."""
+
+    def __init__(self, path: Path | str, *, part_bodies: bool = True) -> None:
+        self.part_bodies = part_bodies
         # A URL (s3://, memory://, ...) is read through fsspec (bench.storage); anything else is a local path.
         self.path: Path | str = path if is_url(path) else Path(path)
         self.end: End | None = None
@@ -75,6 +85,7 @@ class CassetteReader:
         self._bad_why: str | None = None  # what was wrong with the first malformed record, in one line
         self._bad_bytes = 0
         self._parts: dict[int, Part] = {}  # part records read, by seq, until their exchange claims them
+        self._part_bytes: dict[int, int] = {}  # their body bytes (a part kept without its reads: part_bodies=False)
         self._partless = 0  # exchanges dropped: a part of their body was lost
         try:
             self._buf = frames.open_bytes(self.path)
@@ -249,6 +260,9 @@ class CassetteReader:
             self.end = record
             return
         if isinstance(record, Part):
+            if not self.part_bodies:
+                self._part_bytes[seq] = sum(map(len, record.chunks))
+                record.chunks, times = [], None
             if times is not None:
                 record.chunk_us = times
             self._parts[seq] = record
@@ -257,7 +271,13 @@ class CassetteReader:
             record.response.chunk_us = times
         if record.response.parts:
             try:
-                attach_parts(record, [self._parts.pop(s, None) for s in record.response.parts])
+                parts = [self._parts.pop(s, None) for s in record.response.parts]
+                for s in record.response.parts:
+                    self._part_bytes.pop(s, None)
+                if self.part_bodies:
+                    attach_parts(record, parts)
+                else:
+                    check_parts(record, parts)
             except PartsMissing:
                 self._partless += 1
                 return
@@ -321,12 +341,12 @@ class CassetteReader:
         if self._parts:
             # An exchange killed mid-answer (or still running) had written part of its body: it is in-flight loss.
             open_ = len({p.started for p in self._parts.values()})
-            size = sum(len(c) for p in self._parts.values() for c in p.chunks)
+            size = sum(self._part_bytes.get(seq, sum(map(len, p.chunks))) for seq, p in self._parts.items())
             parts.append(
                 f"{len(self._parts)} part record(s) ({size} body bytes) of {open_} exchange(s) that never ended "
                 "(in flight when the recording stopped) skipped"
             )
-            self._parts = {}
+            self._parts, self._part_bytes = {}, {}
         if self.end is None:
             parts.append(NO_END if not self.damaged else "no end record: records after the last one read may be lost")
         self.truncated = self.damaged or self.end is None

@@ -27,7 +27,7 @@ import mmap
 import os
 import threading
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -110,6 +110,47 @@ class SeekIndex:
             if found is None:
                 self.scans += 1
         return scan(self.path, wanted) if found is None else found
+
+    def parts(self, rid: str, seqs: Sequence[int]) -> Iterator[Part]:
+        """The part records `seqs` of exchange `rid` (its `response.parts`, as written), in order, reading one frame
+        at a time: a frame's bytes and its parts are held, never the whole body (replay serves a large answer so).
+        CassetteError (one line) if one is not where the index says (the file changed, or is damaged there)."""
+        with self._lock:
+            try:
+                if not self._prepare():
+                    raise CassetteError(f"{self.path}: a v1 cassette holds no part records")
+                if rid not in self.spots and not self._done:
+                    self._extend({rid})
+            except _Stale:
+                self._reset()
+                raise CassetteError(f"{self.path}: exchange {rid}: changed while it was read") from None
+            starts = [f.first_seq for f in self.frames]
+        groups: list[tuple[int, list[int]]] = []
+        for seq in seqs:
+            k = bisect.bisect_right(starts, seq) - 1
+            if groups and groups[-1][0] == k:
+                groups[-1][1].append(seq)
+            else:
+                groups.append((k, [seq]))
+        n = 0
+        for k, group in groups:
+            with self._lock:
+                try:
+                    if k < 0 or k >= len(self.frames):
+                        raise _Stale
+                    got = self._read_parts(self.frames[k], set(group))
+                except _Stale:
+                    self._reset()
+                    got = {}
+            for seq in group:
+                part = got.pop(seq, None)
+                if part is None or part.n != n:
+                    raise CassetteError(
+                        f"{self.path}: exchange {rid}: part record {seq} of its body is not where it was indexed "
+                        "(the file changed or is damaged there)"
+                    )
+                n += 1
+                yield part
 
     def warm(self, frames_at_once: int = 8) -> None:
         """Index the whole file ahead of any reading (a server does this in the background), a few frames at a time
