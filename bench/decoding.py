@@ -19,12 +19,20 @@ import brotli
 CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br"})
 
 # A few hundred bytes of gzip can expand to gigabytes: decoding stops past this many bytes for one body (an LLM
-# answer is far smaller), and says so, rather than letting one hostile upstream exhaust the proxy's memory.
-MAX_DECODED = 256 << 20
+# answer is far smaller: the issue's largest, 50 MB, fits), and says so, rather than letting one hostile upstream
+# exhaust the proxy's memory. A recording proxy decodes a compressed body whole when it builds its record (twice with
+# a key to search for), so this bounds what one such body costs it. Measured (benchmarks/record_memory.py --bomb 1024
+# --key: 1 MiB of gzip decoding to 1 GiB): at 256 MiB +439 MiB of peak RSS per bomb, at 64 MiB see docs/proxy.md.
+MAX_DECODED = 64 << 20
 
 
 class _TooLarge(Exception):
-    pass
+    """Decoding passed the limit; `kept` is what it had decoded up to the limit (kept: what was received is recorded
+    as far as it was decoded, not dropped with the rest)."""
+
+    def __init__(self, kept: bytes = b"") -> None:
+        super().__init__()
+        self.kept = kept
 
 
 class _Coder(Protocol):
@@ -54,7 +62,7 @@ class _Zlib:
             self.obj = zlib.decompressobj(zlib.MAX_WBITS if zlib_wrapped else -zlib.MAX_WBITS)
         out = self.obj.decompress(data, limit + 1)
         if len(out) > limit:
-            raise _TooLarge
+            raise _TooLarge(out[:limit])
         return out
 
     def end(self) -> bytes:
@@ -75,7 +83,7 @@ class _Brotli:
             return b""
         out = bytes(self.obj.process(data, output_buffer_limit=limit + 1))
         if len(out) > limit:
-            raise _TooLarge
+            raise _TooLarge(out[:limit])
         return out
 
     def end(self) -> bytes:
@@ -131,25 +139,30 @@ def decode_reads(chunks: Sequence[bytes], codings: Sequence[str], limit: int | N
         if error is not None:
             pieces.append(b"")
             continue
+        data = b""
         try:
-            data = chunk
-            for coder in chain:
-                data = coder.feed(data, left)
+            for k, coder in enumerate(chain):
+                try:
+                    data = coder.feed(chunk if k == 0 else data, left)
+                except _TooLarge as exc:
+                    # The last decoder's output is the body itself: what it decoded up to the limit is kept.
+                    data = exc.kept if k == len(chain) - 1 else b""
+                    raise
             if i == len(chunks) - 1:
                 for j, coder in enumerate(chain):
                     tail = coder.end()
                     for later in chain[j + 1 :]:
                         tail = later.feed(tail, left)
                     data += tail
-            left -= len(data)
-            if left < 0:
+            if len(data) > left:
+                data = data[:left]
                 raise _TooLarge
+            left -= len(data)
         except (zlib.error, brotli.error) as exc:
             error = f"cannot decode the {name} body: {exc}"
             data = b""
         except _TooLarge:
             error = f"the {name} body decodes to more than {limit} bytes; the rest is not decoded"
-            data = b""
         pieces.append(data)
     if error is None and chunks and not all(coder.finished() for coder in chain):
         error = f"the {name} body ends before its compressed stream does (cut short)"

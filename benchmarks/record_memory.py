@@ -13,6 +13,7 @@ REF` the same runs are made, interleaved, with a proxy started from `git archive
 are printed side by side. Also printed: how long the proxy took to stop (closing and recompressing the cassette).
 
     .venv/bin/python benchmarks/record_memory.py [--mb 50] [--parallel 8] [--baseline main] [--hex] [--gzip] [--replay]
+        [--bomb MIB] [--key]
 """
 
 from __future__ import annotations
@@ -99,8 +100,14 @@ def peak_mib(pid: int) -> float:
     return float("nan")
 
 
+# `--key`: the client sends a key, as real clients do; the proxy then searches every body for it (a compressed body
+# decoded), which is what a compressed answer costs most in.
+HEADERS: dict[str, str] = {}
+
+
 async def ask(session: aiohttp.ClientSession, url: str, i: int) -> str:
-    async with session.post(f"{url}/v1/chat/completions", json={"model": "big-model", "n": i}) as resp:
+    request = {"model": "big-model", "n": i}
+    async with session.post(f"{url}/v1/chat/completions", json=request, headers=HEADERS) as resp:
         assert resp.status == 200, resp.status
         digest = hashlib.sha256()
         async for piece in resp.content.iter_any():  # the wire bytes (a gzip body is not decoded here)
@@ -176,12 +183,19 @@ def recorded_ok(path: Path, want: str, n: int) -> bool:
     return len(records) == n and all(hashlib.sha256(b"".join(r.response.chunks)).hexdigest() == want for r in records)
 
 
-async def run(mb: int, parallel: int, baseline: str | None, hexed: bool, gzipped: bool, replaying: bool) -> None:
-    body = big_body(mb, hexed)
-    if gzipped:
+async def run(
+    mb: int, parallel: int, baseline: str | None, hexed: bool, gzipped: bool, replaying: bool, bomb: int
+) -> None:
+    body = big_body(mb, hexed) if not bomb else b""
+    if bomb:  # a hostile upstream: a few hundred KiB of gzip that decode to `bomb` MiB of zeros
+        gzipped = True
+        body = gzip.compress(b"\0" * (bomb << 20), compresslevel=9)
+        print(f"the upstream sends a gzip bomb: {len(body) / 2**10:.0f} KiB decoding to {bomb} MiB", flush=True)
+    elif gzipped:
         body = gzip.compress(body, compresslevel=6)
         print(f"the upstream sends {len(body) / 2**20:.1f} MiB of gzip ({mb} MB decoded)", flush=True)
     want = hashlib.sha256(body).hexdigest()
+    what = f"{bomb} MiB gzip bomb(s)" if bomb else f"{mb} MB{' gzip' if gzipped else ''} answer(s)"
     if replaying:
         await run_replay(body, gzipped, want, mb, parallel, baseline)
         return
@@ -193,7 +207,7 @@ async def run(mb: int, parallel: int, baseline: str | None, hexed: bool, gzipped
                 for name, root in roots:  # interleaved: both under the same load
                     idle, peak, stop, ok = await one(url, root, n, want)
                     print(
-                        f"{n} x {mb} MB answer(s), {name:>13}: peak RSS {peak:.0f} MiB (idle {idle:.0f} MiB, "
+                        f"{n} x {what}, {name:>13}: peak RSS {peak:.0f} MiB (idle {idle:.0f} MiB, "
                         f"+{peak - idle:.0f} MiB); stop (close) {stop:.1f} s; answers byte-identical; "
                         f"recording {'byte-identical' if ok else 'DIFFERS'}",
                         flush=True,
@@ -245,9 +259,13 @@ def main() -> None:
     parser.add_argument("--hex", action="store_true", help="answers of random hex (incompressible text)")
     parser.add_argument("--gzip", action="store_true", help="the upstream sends its answers gzip-encoded")
     parser.add_argument("--replay", action="store_true", help="measure a replaying proxy serving the answers")
+    parser.add_argument("--bomb", type=int, default=0, metavar="MIB", help="answers: gzip of MIB MiB of zeros")
+    parser.add_argument("--key", action="store_true", help="the client sends a key (the proxy searches for it)")
     args = parser.parse_args()
+    if args.key:
+        HEADERS["Authorization"] = "Bearer sk-bench-memory-0123456789abcdef"
     print(f"checkout: {ROOT}; load {os.getloadavg()[0]:.1f}")
-    asyncio.run(run(args.mb, args.parallel, args.baseline, args.hex, args.gzip, args.replay))
+    asyncio.run(run(args.mb, args.parallel, args.baseline, args.hex, args.gzip, args.replay, args.bomb))
 
 
 if __name__ == "__main__":

@@ -147,13 +147,17 @@ def test_the_limit_counts_the_whole_body_and_holds_exactly() -> None:
     for coding in ("gzip", "deflate", "br"):
         exact = decode_reads([wire(coding, body)], [coding], limit=1000)
         assert (exact.body, exact.error, exact.too_large) == (body, None, False), coding
+        # Past the limit: what decoded up to it is kept (the record keeps what was received as far as it could be
+        # decoded), and the rest is not decoded.
         over = decode_reads([wire(coding, body)], [coding], limit=999)
-        assert over.too_large and over.pieces == [b""] and over.error is not None and "999" in over.error, coding
+        assert over.too_large and over.pieces == [body[:999]] and over.error is not None and "999" in over.error, coding
     # Each read's piece is under the limit, the body is not.
     enc = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)
     reads = [enc.compress(b"a" * 600) + enc.flush(zlib.Z_SYNC_FLUSH), enc.compress(b"b" * 600) + enc.flush()]
     split_body = decode_reads(reads, ["gzip"], limit=1000)
-    assert split_body.too_large and split_body.pieces == [b"a" * 600, b""]
+    assert split_body.too_large and split_body.pieces == [b"a" * 600, b"b" * 400]
+    later = decode_reads([*reads, b"more"], ["gzip"], limit=1000)
+    assert later.pieces == [b"a" * 600, b"b" * 400, b""]
 
 
 def test_a_compression_bomb_is_not_decoded_into_memory() -> None:
