@@ -168,3 +168,12 @@ def _next_magic(buf: mmap.mmap | bytes, start: int) -> int:
 def _short(exc: Exception) -> str:
     text = str(exc).removeprefix("zstd decompressor error: ")
     return text.split("\n", 1)[0]
+
+
+def release(buf: mmap.mmap | bytes, start: int, end: int) -> None:
+    """Drop the mapped pages of a frame once read: they would otherwise stay in the process's resident set (as file
+    pages, but counted in it) until the whole file had been read."""
+    if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        first = start - start % mmap.PAGESIZE
+        if end > first:
+            buf.madvise(mmap.MADV_DONTNEED, first, end - first)

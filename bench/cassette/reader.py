@@ -87,6 +87,7 @@ class CassetteReader:
         self._parts: dict[int, Part] = {}  # part records read, by seq, until their exchange claims them
         self._part_bytes: dict[int, int] = {}  # their body bytes (a part kept without its reads: part_bodies=False)
         self._partless = 0  # exchanges dropped: a part of their body was lost
+        self._released = 0  # the mapped file's pages before this offset were let go (frames.release)
         try:
             self._buf = frames.open_bytes(self.path)
         except OSError as exc:
@@ -226,6 +227,10 @@ class CassetteReader:
                 yield from self._decode(seq, payload)
             if isinstance(event, frames.Skipped):
                 self._skipped(event)
+            elif isinstance(event, frames.FrameEnd):
+                # Walked: its pages leave the resident set (replay's index reads a folder of large answers so).
+                frames.release(self._buf, self._released, event.end)
+                self._released = event.end
         for seq, payload in unframer.finish():
             yield from self._decode(seq, payload)
         self.lost += unframer.lost

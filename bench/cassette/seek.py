@@ -252,7 +252,7 @@ class SeekIndex:
                     noted = []
                 if isinstance(event, frames.Cut):
                     break
-                _release(buf, start - base, end - base)
+                frames.release(buf, start - base, end - base)
                 self._resume, self._last_seq, start = end, unframer.last_seq, end
                 count += 1
                 if (wanted is not None and wanted <= self.spots.keys()) or count == limit:
@@ -361,15 +361,6 @@ def _identity(path: Location) -> tuple[tuple[Any, ...], int]:
     except OSError as exc:
         raise CassetteError(f"{path}: cannot open: {exc.strerror}") from None
     return (st.st_dev, st.st_ino), st.st_size
-
-
-def _release(buf: mmap.mmap | bytes, start: int, end: int) -> None:
-    """Drop the mapped pages of a frame once indexed: they would otherwise stay in the process's resident set (as
-    file pages, but counted in it) until the whole file had been read."""
-    if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-        first = start - start % mmap.PAGESIZE
-        if end > first:
-            buf.madvise(mmap.MADV_DONTNEED, first, end - first)
 
 
 def _tail(path: Location, start: int) -> tuple[mmap.mmap | bytes, int]:
