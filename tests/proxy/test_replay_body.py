@@ -64,12 +64,12 @@ async def record(tmp_path: Path, body: list[bytes]) -> Path:
         assert await fetch(recorder.url) == b"".join(body)
         await recorder.close()
     path = recorder.cassette_path
-    assert path is not None and kinds(path).count("part") >= 4
+    assert path is not None and kinds(path).count("part") >= 2
     return path
 
 
 async def test_a_large_answer_replays_from_its_parts_byte_for_byte_at_the_recorded_pace(tmp_path: Path) -> None:
-    body = events(4000)
+    body = events(12000)  # 1.3 MB: many parts, however the reads happen to be cut
     path = await record(tmp_path, body)
     [recorded] = list(CassetteReader(path))
     player = await start_proxy(upstream=None, cassettes=tmp_path / "rec", mode="replay", pace="realtime")
@@ -87,7 +87,7 @@ async def test_a_large_answer_replays_from_its_parts_byte_for_byte_at_the_record
         await player.close()
     finally:
         await player.close()
-    assert log is not None and kinds(log).count("part") >= 4  # the replay's own record was written in parts too
+    assert log is not None and kinds(log).count("part") >= 2  # the replay's own record was written in parts too
     reader = CassetteReader(log)
     replays = list(reader)
     assert reader.problem is None and len(replays) == 2
@@ -102,7 +102,7 @@ async def test_a_large_answer_replays_from_its_parts_byte_for_byte_at_the_record
 
 
 async def test_a_part_damaged_after_the_replay_started_cuts_the_answer_and_says_why(tmp_path: Path) -> None:
-    body = events(3000)
+    body = events(12000)
     path = await record(tmp_path, body)
     player = await start_proxy(upstream=None, cassettes=tmp_path / "rec", mode="replay", pace="instant")
     try:

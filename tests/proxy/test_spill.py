@@ -412,11 +412,13 @@ def hold_writer(writer: object) -> tuple[threading.Event, threading.Event]:
 
 
 async def test_waiting_on_a_held_cassette_writer_never_counts_as_the_upstream_being_idle(tmp_path: Path) -> None:
-    """The writer's thread is held (a stalled disk) for several idle timeouts while an answer spills. The exchange
+    """The writer's thread is held (a stalled disk) for three idle timeouts while an answer spills. The exchange
     waits for its previous part meanwhile and does not read the upstream: that is the proxy's own wait, so the idle
     watchdog must not cut the answer. The answer arrives whole and is recorded complete."""
-    events = sse_events(4000)
-    idle = 0.4
+    # 1.4 MB: however the reads are cut (at most 256 KiB each), the exchange writes a part and then, with more than
+    # 64 KiB held after a read, waits for it before the body ends.
+    events = sse_events(8000)
+    idle = 1.0  # long enough that the upstream (in this loop, on a busy machine) is never idle that long on its own
     async for url in serve(big_app(b"{}", events)):
         recorder = await start_proxy(upstream=url, cassettes=tmp_path, idle_timeout=idle)
         sink = recorder.state.sink
@@ -425,7 +427,7 @@ async def test_waiting_on_a_held_cassette_writer_never_counts_as_the_upstream_be
         gate, held = hold_writer(sink.writer)
         asking = asyncio.create_task(ask(recorder.url, True))
         await asyncio.to_thread(held.wait, 60)
-        await asyncio.sleep(idle * 5)  # the writer holds the first part for five idle timeouts
+        await asyncio.sleep(idle * 3)  # the writer holds the first part for three idle timeouts
         gate.set()
         assert await asking == hashlib.sha256(b"".join(events)).hexdigest()
         await recorder.close()
