@@ -23,7 +23,7 @@ from proxy.identity import identity_headers
 from proxy.recorder import Exchange
 from proxy.recordings import Recorded, sent_done
 from proxy.replay_body import BodyUnreadable, recorded_reads
-from proxy.spill import spill_limit, spill_safely
+from proxy.spill import COMPRESSED_HOLD, hold_no_more, spill_limit, spill_safely
 from proxy.state import ProxyState
 
 HOP_BY_HOP = frozenset(
@@ -261,13 +261,21 @@ async def _pump(
         try:
             if held >= limit:
                 assert sink is not None
-                if watchdog is not None:
-                    watchdog.pause()  # waiting for our own writer is not the upstream being silent
-                try:
-                    held = await spill_safely(ex, sink)
-                finally:
+                if limit == COMPRESSED_HOLD:
+                    if chunks is ex.chunks:
+                        hold_no_more(ex, held)
+                        # The rest is forwarded, not held (but the last reads, for `[DONE]`); its arrival times are
+                        # still kept (one int a read): the idle watch reads the last, the record only its own reads'.
+                        chunks = []
+                    del chunks[:-2]
+                else:
                     if watchdog is not None:
-                        watchdog.resume()
+                        watchdog.pause()  # waiting for our own writer is not the upstream being silent
+                    try:
+                        held = await spill_safely(ex, sink)
+                    finally:
+                        if watchdog is not None:
+                            watchdog.resume()
             chunk = await content.readany()
         except asyncio.CancelledError:
             if watchdog is not None and watchdog.absorb():
@@ -399,7 +407,7 @@ async def serve_recorded(
     try:
         async for chunk, delta in recorded_reads(hit, rec):
             offset_us += delta
-            if held >= limit:
+            if held >= limit and limit != COMPRESSED_HOLD:  # a compressed recording is served as it was held
                 assert sink is not None
                 held = await spill_safely(ex, sink)
             if pace:

@@ -267,7 +267,10 @@ class Exchange:
         sp = self.spill
         deltas: list[int] = []
         prev = 0 if sp is None else sp.prev_us  # the parts' deltas came first
-        for t in self.times:
+        times = self.times
+        if len(times) != len(self.chunks):  # a compressed body no longer held (proxy.spill.hold_no_more)
+            times = times[: len(self.chunks)]
+        for t in times:
             us = (t - t0) // 1000
             deltas.append(us - prev)
             prev = us

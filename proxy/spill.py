@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from bench.cassette.format import TRUNCATED
 from bench.cassette.records import Part
 from bench.cassette.redact import BodyScrubber
 from bench.cassette.writer import WriterClosed
+from bench.decoding import MAX_DECODED
 from proxy.identity import EDGE_BYTES, edge
 from proxy.recorder import FINISH_RE, Exchange, TokenWatch
 
@@ -32,6 +34,10 @@ SPILL_BYTES = 4 << 20
 # Reads kept back at a spill: the body's end is looked at for its identity and for [DONE] from these.
 HOLD_BYTES = EDGE_BYTES
 NEVER = 1 << 62
+# A compressed body is held whole (below, `spill_limit`), up to this: past it the record could not be decoded or
+# searched any further anyway (bench.decoding.MAX_DECODED; a body's wire bytes are at most a few bytes per 16 KiB more
+# than it decodes to), so the rest is forwarded and not recorded, and the record says so (`hold_no_more`).
+COMPRESSED_HOLD = MAX_DECODED + (1 << 20)
 
 
 class Spill:
@@ -72,11 +78,26 @@ class Spill:
 
 
 def spill_limit(ex: Exchange, sink: Sink | None) -> int:
-    """Held bytes past which this exchange's body is written in parts (NEVER: held whole). A compressed body is
-    held whole: it is searched for secrets decoded, as one stream, which parts written one by one could not be."""
-    if sink is None or any(k.lower() == "content-encoding" for k, _ in ex.resp_headers):
+    """Held bytes past which this exchange's body is written in parts (NEVER: held whole), or, for a compressed
+    body, past which it is no longer held (COMPRESSED_HOLD): it is searched for secrets decoded, as one stream, which
+    parts written one by one could not be (docs/proxy.md, "Large answers")."""
+    if sink is None:
         return NEVER
+    if any(k.lower() == "content-encoding" for k, _ in ex.resp_headers):
+        return COMPRESSED_HOLD
     return sink.spill_bytes
+
+
+def hold_no_more(ex: Exchange, held: int) -> None:
+    """A compressed body reached COMPRESSED_HOLD: its client gets the rest, its record keeps what is held, marked
+    as cut, so that a replay breaks it off where the record ends rather than serve it as whole."""
+    ex.fail(
+        TRUNCATED,
+        f"the compressed body passed the {COMPRESSED_HOLD / (1 << 20):g} MiB a compressed answer is recorded up to: "
+        f"the client got it whole, the record keeps its first {held} bytes (for all of it, have the client send "
+        "Accept-Encoding: identity)",
+    )
+    ex.cut = True
 
 
 async def spill(ex: Exchange, sink: Sink) -> int:
