@@ -8,7 +8,8 @@ Two entry points that agree on every input (a hypothesis test holds them to it):
 Rules kept: lines end with CRLF, LF or CR; a line starting with ':' is a comment; `field: value` loses one leading
 space; a line without ':' is a field with an empty value; `data` lines are joined with LF; an empty line dispatches
 the event unless its data is empty; a leading BOM is dropped; an event not ended by an empty line when the stream
-ends is not dispatched (`SSEParser.pending` says one was cut).
+ends is not dispatched (`SSEParser.pending` says one was cut); bytes that are not UTF-8 read as U+FFFD, one per
+invalid sequence, on every path.
 """
 
 from __future__ import annotations
@@ -117,9 +118,15 @@ def events_with_times(chunks: Sequence[bytes], times: Sequence[int]) -> tuple[li
 
 def event_payloads(chunks: Sequence[bytes], times: Sequence[int]) -> tuple[list[int], list[bytes], bool]:
     """As `events_with_times`, as parallel lists, with each event's data left as UTF-8 bytes: a JSON parser takes
-    them as they are, which saves a decode and orjson's re-encode per event on the scorer's hot path."""
+    them as they are, which saves a decode and orjson's re-encode per event on the scorer's hot path.
+
+    The bytes are always valid UTF-8, whichever path a stream takes: a recorded byte sequence that is not UTF-8 comes
+    back as U+FFFD (encoded), as the standard's decoding, `SSEParser` and `events_with_times` read it, so a JSON
+    parser sees the same text a client does and the same stream never gives two answers."""
     data = b"".join(chunks)
-    if b"\r" in data or data.startswith(b"\xef\xbb\xbf"):
+    if b"\r" in data or data.startswith(b"\xef\xbb\xbf") or not _is_utf8(data):
+        # Bytes that are not UTF-8 take the parser's path too: it decodes each line as the standard does (U+FFFD for
+        # each invalid sequence), where the shortcuts below would hand the raw bytes on.
         return _slow_events(chunks, times)
     # The usual recording: each read is one whole `data: ...` event. Every read starting with `data: ` and ending
     # with LF LF, with no other LF anywhere, proves it with three C-level passes; then the read times are the event
@@ -149,6 +156,16 @@ def event_payloads(chunks: Sequence[bytes], times: Sequence[int]) -> tuple[list[
             stamps = list(times[:n]) if aligned else [times[bisect_left(ends, e)] for e in event_ends]
             return stamps, payloads, _tail_pending(tail)
     return _general_events(events, ends, times, tail)
+
+
+def _is_utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _general_events(

@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.sse import SSEParser, events_with_times
+from bench.sse import SSEParser, _slow_events, event_payloads, events_with_times
 
 
 def parse_all(chunks: list[bytes]) -> tuple[list[str], bool]:
@@ -290,3 +290,62 @@ def test_small_streams_in_every_split_give_the_standards_events() -> None:
                 assert events_with_times(chunks, times) == ([(times[e[0]], e[1]) for e in want.events], want.pending), (
                     chunks
                 )
+
+
+# Bytes that are not UTF-8 inside an event's data: every path of `event_payloads` returns them as the standard decodes
+# them (U+FFFD, UTF-8 encoded), as `_slow_events` (the incremental parser) does; the JSON parsers after it then see
+# the text a client sees, and keeping events (`load_json`) does not drop one on one path and keep it on another.
+NOT_UTF8 = [b"\xff", b"\xe9", b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f\x98", b"ok\x80", b"\xc3\xa9\xff"]
+
+
+def test_bytes_that_are_not_utf8_come_back_as_replacement_characters_on_every_path() -> None:
+    r = "\ufffd".encode()
+    cases: list[tuple[list[bytes], list[bytes]]] = [
+        # one event per read: the first fast path
+        ([b'data: {"a":"\xff"}\n\n', b"data: [DONE]\n\n"], [b'{"a":"' + r + b'"}', b"[DONE]"]),
+        # several events in one read, one cut across two: the second fast path
+        ([b"data: \xe9\n\ndata: \xc3", b"\n\n"], [r, r]),
+        # a keep-alive LF first (a one-line `data:` block of the general path)
+        ([b"data: a\n\n\ndata: \xff\n\n"], [b"a", r]),
+        # the Responses API's `event:` framing
+        ([b"event: x\ndata: \xff\n\n"], [r]),
+        # a comment first (the general path's line-by-line reading)
+        ([b": c\ndata: \xff\n\n"], [r]),
+        # one invalid sequence is one U+FFFD; valid UTF-8 around it is kept
+        ([b"data: \xc3\xa9\xed\xa0\x80\n\n"], ["é".encode() + r * 3]),
+    ]
+    for chunks, want in cases:
+        times = list(range(10, 10 + len(chunks)))
+        stamps, payloads, cut = event_payloads(chunks, times)
+        assert payloads == want, chunks
+        assert (stamps, payloads, cut) == _slow_events(chunks, times), chunks
+        assert events_with_times(chunks, times)[0] == [(t, p.decode()) for t, p in zip(stamps, payloads, strict=True)]
+
+
+def test_a_stream_that_is_all_utf8_keeps_its_payload_bytes() -> None:
+    chunks = ['data: {"a":"é😀"}\n\n'.encode(), b"data: [DONE]\n\n"]
+    assert event_payloads(chunks, [1, 2]) == ([1, 2], ['{"a":"é😀"}'.encode(), b"[DONE]"], False)
+
+
+# An event's data as arbitrary bytes (no line ends), framed the ways that take each path.
+raw_value = st.one_of(st.binary(max_size=12), st.sampled_from(NOT_UTF8)).map(
+    lambda b: b.replace(b"\n", b"").replace(b"\r", b"")
+)
+raw_event = st.builds(
+    lambda head, value: head + b"data: " + value + b"\n\n",
+    st.sampled_from([b"", b"", b"event: x\n", b": c\n", b"\n", b"id: 1\n"]),
+    raw_value,
+)
+
+
+@given(events=st.lists(raw_event, max_size=6), cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=6))
+def test_fast_and_general_paths_agree_on_arbitrary_bytes(events: list[bytes], cuts: list[int]) -> None:
+    raw = b"".join(events)
+    for chunks in (split(raw, cuts), events or [b""]):  # any reads, and one event per read (the first fast path)
+        times = [100 + 10 * i for i in range(len(chunks))]
+        want = Reference(chunks)
+        stamps, payloads, cut = event_payloads(chunks, times)
+        assert (stamps, payloads, cut) == _slow_events(chunks, times)
+        assert payloads == [e[1].encode() for e in want.events]
+        assert stamps == [times[e[0]] for e in want.events]
+        assert all(p.decode() is not None for p in payloads)  # valid UTF-8, whatever the reads held
