@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.cassette.records import Exchange
-from bench.parse import parse_exchange
+from bench.endpoints import CHAT, RESPONSES
+from bench.parse import parse_exchange, parse_stream
 from tests.support.records import exchange
 
 
@@ -300,3 +301,184 @@ def test_a_tool_call_written_as_text_is_found_anywhere_in_the_answer() -> None:
     for prose in ("The function get_weather takes a city.", '{"name": "Paris"}', "I would call <tool> here"):
         p = parse_exchange(stream_record([chunk({"content": prose}, finish="stop"), b"data: [DONE]\n\n"]))
         assert "text_tool_call" not in p.findings, prose
+
+
+# Tests written for mutation testing's survivors (docs/testing.md): each pins what a caller sees.
+
+
+def body_record(body: bytes, status: int | None = 200) -> Exchange:
+    return exchange(response={"status": status, "streamed": False, "chunks": [body], "chunk_us": [700]})
+
+
+def test_timing_as_dict_names_every_field_as_the_scores_file_does() -> None:
+    t = parse_exchange(stream_record(TOOL_STREAM, [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000])).timing
+    assert t.as_dict() == {
+        "ttft_us": 1000,
+        "e2el_us": 21000,
+        "tpot_us": 5000.0,
+        "itl_us": [2000, 3000, 4000, 5000, 6000],
+        "output_tokens": 5,
+        "tokens_source": "usage",
+        "n_events": 6,
+        "loop_lag_us": None,
+    }
+
+
+def test_a_whole_body_that_is_not_json_is_a_finding_only_when_the_status_says_success() -> None:
+    assert parse_exchange(body_record(b"<html>oops</html>")).findings == ["bad_body_json"]
+    # An error status's page is not expected to be JSON; an exchange with no status (cut before one) is not either.
+    for status, findings in ((400, ["http_error"]), (399, ["bad_body_json"]), (None, [])):
+        p = parse_exchange(body_record(b"<html>oops</html>", status))
+        assert p.findings == findings, status
+        assert (p.content, p.error, p.timing.e2el_us) == ("", None, 700)
+
+
+def test_a_whole_bodys_error_is_its_message_or_the_error_as_it_came() -> None:
+    for error, text in (
+        ({"message": "slow down", "type": "rate_limit"}, "slow down"),
+        ("plain text", "plain text"),
+        ({"code": 5}, "{'code': 5}"),
+    ):
+        p = parse_exchange(body_record(json.dumps({"error": error}).encode(), 429))
+        assert p.error == text, error
+
+
+def test_a_whole_bodys_model_fingerprint_usage_and_reasoning_are_kept() -> None:
+    body = {
+        "model": "m2",
+        "system_fingerprint": "fp_9",
+        "usage": {"completion_tokens": 3},
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "hi", "reasoning": "think"}}],
+    }
+    p = parse_exchange(body_record(json.dumps(body).encode()))
+    assert (p.model, p.system_fingerprint, p.usage, p.reasoning, p.content) == (
+        "m2",
+        "fp_9",
+        {"completion_tokens": 3},
+        "think",
+        "hi",
+    )
+
+
+def test_streamed_arguments_sent_as_an_object_are_its_json_text() -> None:
+    # Some servers send the arguments object itself instead of a string of JSON text.
+    fn = {"name": "get_weather", "arguments": {"city": "Paris"}}
+    chunks = [chunk({"tool_calls": [{"index": 0, "id": "c", "function": fn}]}), chunk(finish="tool_calls")]
+    p = parse_exchange(stream_record([*chunks, b"data: [DONE]\n\n"]))
+    assert [(c.arguments, c.parsed_arguments, c.valid_json) for c in p.tool_calls] == [
+        ('{"city":"Paris"}', {"city": "Paris"}, True)
+    ]
+
+
+def test_kept_events_are_json_objects_only() -> None:
+    chunks = [b"data: [1, 2]\n\n", b'data: "text"\n\n', b"data: 7\n\n", chunk({"content": "a"}, finish="stop")]
+    p = parse_exchange(stream_record([*chunks, b"data: [DONE]\n\n"]), keep_events=True)
+    assert [obj["choices"][0]["delta"] for _t, obj in p.events] == [{"content": "a"}]
+    assert [t for t, _obj in p.events] == [4000]
+
+
+def test_a_budget_the_answer_does_not_reach_changes_nothing() -> None:
+    # The last token's event ends the answer (no finish-only event after it) and [DONE] follows: a budget equal to
+    # the answer's length, or above it, cuts nothing.
+    chunks = [chunk({"content": "a"}), chunk({"content": "b"}), chunk({"content": "c"}, finish="stop")]
+    for max_tokens in (3, 4, 100):
+        p = parse_exchange(stream_record([*chunks, b"data: [DONE]\n\n"]), max_tokens=max_tokens)
+        assert (p.content, p.finish_reason, p.findings) == ("abc", "stop", ["no_usage"]), max_tokens
+    cut = parse_exchange(stream_record([*chunks, b"data: [DONE]\n\n"]), max_tokens=2)
+    assert (cut.content, cut.finish_reason) == ("ab", "length")
+    assert cut.findings == ["budget_max_tokens", "no_usage"]
+    # A stream cut before [DONE] under a budget it never reached is still reported cut.
+    p = parse_exchange(stream_record(chunks[:2]), max_tokens=5)
+    assert p.findings == ["no_done", "truncated", "no_usage"]
+
+
+def test_a_budget_counts_reasoning_and_tool_call_events_and_passes_over_events_with_no_delta() -> None:
+    chunks = [
+        b"data: {not json\n\n",
+        chunk(usage={"prompt_tokens": 1}),
+        chunk({"reasoning_content": "r1"}),
+        chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{}"}}]}),
+        chunk({"content": "x"}),
+        chunk({"content": "y"}, finish="stop"),
+        b"data: [DONE]\n\n",
+    ]
+    p = parse_exchange(stream_record(chunks), max_tokens=3)
+    assert (p.reasoning, [c.name for c in p.tool_calls], p.content) == ("r1", ["f"], "x")
+    assert p.finish_reason == "length" and "budget_max_tokens" in p.findings
+    p = parse_exchange(stream_record(chunks), max_tokens=2)
+    assert (p.reasoning, [c.name for c in p.tool_calls], p.content) == ("r1", ["f"], "")
+
+
+def test_a_live_stream_is_parsed_with_its_absolute_read_times() -> None:
+    # The driver's parse: read times are already absolute (microseconds since the request), not gaps.
+    p = parse_stream(TOOL_STREAM, [10, 20, 30, 40, 50, 60, 70, 80])
+    assert (p.status, p.streamed, p.endpoint, p.outcome, p.findings, p.events) == (200, True, CHAT, "complete", [], [])
+    assert (p.timing.ttft_us, p.timing.e2el_us, p.timing.itl_us) == (10, 60, [10, 10, 10, 10, 10])
+    assert [(c.name, c.parsed_arguments) for c in p.tool_calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_time", {}),
+    ]
+    kept = parse_stream(TOOL_STREAM[:2], [5, 6], keep_events=True)
+    assert [t for t, _obj in kept.events] == [5, 6] and kept.findings == ["no_done", "truncated", "no_usage"]
+    # The Responses API's events, by their endpoint.
+    created = {"type": "response.created", "sequence_number": 0, "response": {"status": "in_progress", "output": []}}
+    delta = {"type": "response.output_text.delta", "sequence_number": 1, "output_index": 0, "delta": "hi"}
+    raw = [b"event: x\ndata: " + json.dumps(e).encode() + b"\n\n" for e in (created, delta)]
+    responses = parse_stream(raw, [7, 9], endpoint=RESPONSES)
+    assert (responses.endpoint, responses.content, responses.timing.ttft_us) == (RESPONSES, "hi", 9)
+    assert parse_stream(raw, [7, 9]).content == ""  # read as chat chunks, these events carry no choices
+
+
+def whole(doc: Any, status: int | None = 200) -> Any:
+    return parse_exchange(body_record(json.dumps(doc).encode(), status))
+
+
+def test_a_whole_body_is_read_from_the_choice_with_index_0() -> None:
+    second = {"index": 1, "finish_reason": "length", "message": {"content": "second", "reasoning": "r1"}}
+    first = {"index": 0, "finish_reason": "stop", "message": {"content": "first", "reasoning_content": "rc"}}
+    p = whole({"choices": [second, first]})
+    assert (p.content, p.reasoning, p.finish_reason, p.findings) == ("first", "rc", "stop", [])
+    # A choice without an index is the first choice (n = 1, as some servers write it).
+    p = whole({"choices": [{"finish_reason": "stop", "message": {"content": "only", "reasoning": "r"}}]})
+    assert (p.content, p.reasoning, p.finish_reason) == ("only", "r", "stop")
+    # Only other choices: no answer to score.
+    p = whole({"choices": [second]})
+    assert (p.content, p.finish_reason, p.findings) == ("", None, ["empty_choices"])
+
+
+def test_a_legacy_completion_body_is_its_text() -> None:
+    p = whole({"choices": [{"index": 0, "text": "done", "finish_reason": "stop"}]})
+    assert (p.content, p.finish_reason, p.tool_calls) == ("done", "stop", [])
+    p = whole({"choices": [{"index": 0, "text": None, "finish_reason": "length"}]})
+    assert (p.content, p.finish_reason) == ("", "length")
+
+
+def test_a_whole_bodys_tool_calls_keep_their_order_ids_types_names_and_arguments() -> None:
+    calls = [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}},
+        {"function": {"name": "g"}},
+        {"id": "c", "type": "custom"},
+        {"id": "d", "function": {"name": "h", "arguments": '{"y": 2}'}},
+    ]
+    p = whole({"choices": [{"index": 0, "message": {"content": None, "tool_calls": calls}}]})
+    assert [(c.index, c.id, c.name, c.arguments, c.type, c.parsed_arguments, c.valid_json) for c in p.tool_calls] == [
+        (0, "a", "f", '{"x":1}', "function", {"x": 1}, True),
+        (1, None, "g", "", "function", {}, True),
+        (2, "c", "", "", "custom", {}, True),
+        (3, "d", "h", '{"y": 2}', "function", {"y": 2}, True),
+    ]
+    assert p.findings == []
+
+
+def test_a_whole_body_without_choices_or_not_an_object() -> None:
+    assert whole({"choices": []}).findings == ["empty_choices"]
+    assert whole({"choices": None}).findings == ["empty_choices"]
+    assert whole({"choices": []}, 500).findings == ["http_error"]
+    assert whole({"choices": []}, None).findings == []
+    embedding = whole({"object": "list", "data": [], "model": "e", "usage": {"prompt_tokens": 2}})
+    assert (embedding.findings, embedding.model, embedding.usage) == ([], "e", {"prompt_tokens": 2})
+    for doc in ([1, 2], "text", 5):
+        p = whole(doc)
+        assert (p.findings, p.content, p.model, p.error, p.timing.e2el_us) == ([], "", None, None, 700), doc
+    # An empty usage object is no usage.
+    assert whole({"choices": [{"index": 0, "message": {"content": "a"}}], "usage": {}}).usage is None
