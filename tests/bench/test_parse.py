@@ -482,3 +482,145 @@ def test_a_whole_body_without_choices_or_not_an_object() -> None:
         assert (p.findings, p.content, p.model, p.error, p.timing.e2el_us) == ([], "", None, None, 700), doc
     # An empty usage object is no usage.
     assert whole({"choices": [{"index": 0, "message": {"content": "a"}}], "usage": {}}).usage is None
+
+
+def test_error_events_are_one_finding_and_the_last_ones_text() -> None:
+    one = parse_exchange(stream_record([b'data: {"error": {"code": 1}}\n\n']))
+    assert (one.findings.count("error_event"), one.error) == (1, "{'code': 1}")
+    two = parse_exchange(stream_record([b'data: {"error": {"code": 1}}\n\n', b'data: {"error": "gone"}\n\n']))
+    assert (two.findings.count("error_event"), two.error) == (1, "gone")
+
+
+def tc(index: int, **fields: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"index": index, **fields}]}
+
+
+# Delta sequences that take each branch of the per-event loop's inline path for argument fragments (and each way out
+# of it), checked against the plain reference `_assemble`; hypothesis samples such sequences, these are always run.
+INLINE_CASES: list[list[dict[str, Any]]] = [
+    # fragments joined inline, then flushed by a fragment of another call
+    [
+        tc(0, id="a", function={"name": "f"}),
+        tc(0, function={"arguments": "x"}),
+        tc(0, function={"arguments": "y"}),
+        tc(1, id="b", function={"name": "g"}),
+        tc(0, function={"arguments": "z"}),
+    ],
+    # two fragments in one delta after a call is being streamed
+    [
+        tc(0, id="a", function={"name": "f", "arguments": "{"}),
+        {
+            "tool_calls": [
+                {"index": 0, "function": {"arguments": "x"}},
+                {"index": 1, "id": "b", "function": {"name": "g"}},
+            ]
+        },
+        tc(0, function={"arguments": "}"}),
+    ],
+    # a name sent in pieces, an id, a type, a fragment without a function, for the call being streamed
+    [tc(0, id="a", function={"name": "get_"}), tc(0, function={"name": "weather", "arguments": "{}"})],
+    [tc(0, function={"name": "f", "arguments": "a"}), tc(0, id="late", function={"arguments": "b"})],
+    [tc(0, function={"name": "f"}), tc(0, type="custom", function={"arguments": "b"})],
+    [tc(0, function={"name": "f", "arguments": "a"}), tc(0, id="x"), tc(0, function={"arguments": "b"})],
+    # reasoning that comes with a fragment is kept
+    [tc(0, function={"name": "f", "arguments": "a"}), {"reasoning_content": "r", **tc(0, function={"arguments": "b"})}],
+    # text with a fragment, and text between fragments
+    [
+        tc(0, function={"name": "f", "arguments": "a"}),
+        {"content": "t", **tc(0, function={"arguments": "b"})},
+        {"content": "u"},
+        tc(0, function={"arguments": "c"}),
+    ],
+]
+
+
+def test_each_branch_of_the_inline_fragment_path_assembles_as_a_client_would() -> None:
+    for deltas in INLINE_CASES:
+        p = parse_exchange(stream_record([*map(chunk, deltas), chunk(finish="stop"), b"data: [DONE]\n\n"]))
+        content, reasoning, calls, counted = _assemble(deltas)
+        assert (p.content, p.reasoning) == (content, reasoning), deltas
+        assert [(c.index, c.id, c.name, c.arguments, c.type) for c in p.tool_calls] == calls, deltas
+        assert (p.timing.output_tokens, p.timing.n_events) == (counted, len(deltas) + 1), deltas
+
+
+def test_an_object_fragment_after_string_fragments_is_appended_as_json_text() -> None:
+    deltas = [tc(0, id="a", function={"name": "f", "arguments": "["}), tc(0, function={"arguments": {"k": 1}})]
+    p = parse_exchange(stream_record([*map(chunk, deltas), chunk(finish="stop"), b"data: [DONE]\n\n"]))
+    assert [c.arguments for c in p.tool_calls] == ['[{"k":1}']
+
+
+def test_with_several_choices_the_one_with_index_0_is_the_answer() -> None:
+    def both(a: str, b: str) -> bytes:
+        choices = [{"index": 1, "delta": {"content": b}}, {"index": 0, "delta": {"content": a}}]
+        return b"data: " + json.dumps({"choices": choices}).encode() + b"\n\n"
+
+    only_1 = b'data: {"choices": [{"index": 1, "delta": {"content": "Z"}, "finish_reason": "length"}]}\n\n'
+    p = parse_exchange(
+        stream_record([both("A", "B"), only_1, both("C", "D"), chunk(finish="stop"), b"data: [DONE]\n\n"])
+    )
+    assert (p.content, p.finish_reason, p.timing.output_tokens) == ("AC", "stop", 2)
+
+
+def test_done_markers_anywhere_and_events_without_choices_cost_nothing() -> None:
+    a, b = chunk({"content": "a"}), chunk({"content": "b"}, finish="stop")
+    usage = chunk(usage={"completion_tokens": 2})
+    for chunks in (
+        [a, b"data: [DONE]\n\n", b, b"data: [DONE]\n\n"],
+        [a, b, b"data: [DONE]\n\n", usage],
+        [a, b"data: [DONE]\n\n", b, usage],
+        [a, b'data: {"choices": []}\n\n', b"data: {}\n\n", b, b"data: [DONE]\n\n"],
+    ):
+        p = parse_exchange(stream_record(chunks), keep_events=True)
+        assert (p.content, p.finish_reason) == ("ab", "stop"), chunks
+        assert "bad_event_json" not in p.findings and "no_done" not in p.findings, chunks
+        # Kept: every event that is a JSON object with something in it.
+        assert len(p.events) == sum(c not in (b"data: [DONE]\n\n", b"data: {}\n\n") for c in chunks), chunks
+
+
+def test_a_legacy_completions_stream_counts_each_text_event() -> None:
+    def text(t: str, finish: str | None = None) -> bytes:
+        return (
+            b"data: " + json.dumps({"choices": [{"index": 0, "text": t, "finish_reason": finish}]}).encode() + b"\n\n"
+        )
+
+    p = parse_exchange(stream_record([text("a"), text(""), text("b"), text("c", "stop"), b"data: [DONE]\n\n"]))
+    assert (p.content, p.finish_reason, p.timing.output_tokens, p.timing.tokens_source) == ("abc", "stop", 3, "counted")
+
+
+def test_the_model_is_read_past_bad_events_and_findings_of_a_stream_with_no_answer() -> None:
+    p = parse_exchange(stream_record([b"data: {oops\n\n", chunk({"content": "a"}, finish="stop"), b"data: [DONE]\n\n"]))
+    assert (p.model, p.content) == ("m-served", "a")
+    # [DONE] and no finish_reason: complete, not cut.
+    assert parse_exchange(stream_record([chunk({"content": "a"}), b"data: [DONE]\n\n"])).findings == ["no_usage"]
+    assert parse_exchange(stream_record([b"data: [DONE]\n\n"])).findings == ["empty_choices"]
+    for status, findings in ((400, ["http_error"]), (399, ["empty_choices"])):
+        record = stream_record([b"data: [DONE]\n\n"])
+        record.response.status = status
+        assert parse_exchange(record).findings == findings, status
+
+
+def test_budgets_take_output_tokens_from_counting_not_usage() -> None:
+    words = [chunk({"content": f"w{i} "}) for i in range(4)]
+    chunks = [*words, chunk(finish="stop"), chunk(usage={"completion_tokens": 4}), b"data: [DONE]\n\n"]
+    full = parse_exchange(stream_record(chunks))
+    assert (full.timing.output_tokens, full.timing.tokens_source) == (4, "usage")
+    short = parse_exchange(stream_record(chunks), max_tokens=2)
+    assert (short.timing.output_tokens, short.timing.tokens_source) == (2, "counted")
+    late = parse_exchange(stream_record(chunks), deadline_us=3500)
+    assert (late.timing.output_tokens, late.timing.tokens_source) == (3, "counted")
+
+
+def test_a_whole_body_past_the_budget_keeps_the_proportional_prefix() -> None:
+    doc = {"choices": [{"index": 0, "message": {"content": "abcdefghij" * 2}}], "usage": {"completion_tokens": 10}}
+    p = parse_exchange(body_record(json.dumps(doc).encode()), max_tokens=4)
+    assert (p.content, p.finish_reason, p.findings) == ("abcdefgh", "length", ["budget_max_tokens"])
+    assert (p.timing.output_tokens, p.timing.tokens_source) == (10, "usage")
+    p = parse_exchange(body_record(json.dumps(doc).encode()), max_tokens=10)
+    assert (p.content, p.finish_reason, p.findings) == ("abcdefghij" * 2, None, [])
+
+
+def test_arguments_that_are_not_json_have_no_parsed_value() -> None:
+    p = parse_exchange(
+        stream_record([chunk(tc(0, id="a", function={"name": "f", "arguments": "{x"})), chunk(finish="stop")])
+    )
+    assert [(c.parsed_arguments, c.valid_json) for c in p.tool_calls] == [(None, False)]
