@@ -624,3 +624,47 @@ def test_arguments_that_are_not_json_have_no_parsed_value() -> None:
         stream_record([chunk(tc(0, id="a", function={"name": "f", "arguments": "{x"})), chunk(finish="stop")])
     )
     assert [(c.parsed_arguments, c.valid_json) for c in p.tool_calls] == [(None, False)]
+
+
+def test_an_event_holding_two_json_objects_is_a_bad_event_not_two() -> None:
+    p = parse_exchange(
+        stream_record([chunk({"content": "a"}), b'data: {"choices":[]},{"choices":[]}\n\n', chunk(finish="stop")])
+    )
+    assert (p.content, p.findings) == ("a", ["bad_event_json", "no_done", "no_usage"])
+
+
+def test_the_records_id_error_status_and_read_times_are_carried() -> None:
+    record = stream_record([chunk({"content": "a"}), chunk({"content": "b"})], outcome="truncated", error="cut")
+    record.response.chunk_us = []  # a record without read times: every read at the request's time
+    p = parse_exchange(record)
+    assert (p.id, p.error, p.outcome, p.timing.ttft_us, p.timing.e2el_us) == ("x1", "cut", "truncated", 0, 0)
+    record = stream_record([chunk({"content": "a"}), b"data: [DONE]\n\n"])
+    record.response.status = 400
+    assert parse_exchange(record).findings[0] == "http_error"
+
+
+def test_a_deadline_keeps_the_reads_that_arrived_by_it() -> None:
+    chunks = [chunk({"content": c}) for c in "abcd"] + [chunk(finish="stop"), b"data: [DONE]\n\n"]
+    at = parse_exchange(stream_record(chunks), deadline_us=3000)  # reads at 1000, 2000, 3000, ...
+    assert (at.content, at.outcome, "budget_deadline" in at.findings) == ("abc", "timeout", True)
+    last = parse_exchange(stream_record(chunks), deadline_us=6000)
+    assert (last.content, last.outcome, last.findings) == ("abcd", "complete", ["no_usage"])
+    before = parse_exchange(stream_record(chunks), deadline_us=5999)
+    assert (before.content, before.finish_reason, before.outcome) == ("abcd", "stop", "timeout")
+
+
+def test_a_body_that_does_not_decode_is_a_finding() -> None:
+    record = stream_record([b"\x1f\x8b\x08\x00garbage, not gzip"])
+    record.response.headers = [["Content-Encoding", "gzip"]]
+    assert "undecodable_body" in parse_exchange(record).findings
+
+
+def test_responses_events_are_kept_when_asked() -> None:
+    created = {"type": "response.created", "sequence_number": 0, "response": {"status": "in_progress", "output": []}}
+    delta = {"type": "response.output_text.delta", "sequence_number": 1, "output_index": 0, "delta": "hi"}
+    raw = [b"event: x\ndata: " + json.dumps(e).encode() + b"\n\n" for e in (created, delta)]
+    record = stream_record(raw)
+    record.request.path = "/v1/responses"
+    p = parse_exchange(record, keep_events=True)
+    assert (p.content, [obj["type"] for _t, obj in p.events]) == ("hi", [created["type"], delta["type"]])
+    assert parse_exchange(record).events == []
