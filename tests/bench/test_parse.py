@@ -474,6 +474,8 @@ def test_a_whole_body_without_choices_or_not_an_object() -> None:
     assert whole({"choices": []}).findings == ["empty_choices"]
     assert whole({"choices": None}).findings == ["empty_choices"]
     assert whole({"choices": []}, 500).findings == ["http_error"]
+    assert whole({"choices": []}, 400).findings == ["http_error"]
+    assert whole({"choices": [{"index": 0, "message": {"content": "a"}}]}).reasoning == ""
     assert whole({"choices": []}, None).findings == []
     embedding = whole({"object": "list", "data": [], "model": "e", "usage": {"prompt_tokens": 2}})
     assert (embedding.findings, embedding.model, embedding.usage) == ([], "e", {"prompt_tokens": 2})
@@ -522,6 +524,7 @@ INLINE_CASES: list[list[dict[str, Any]]] = [
     [tc(0, function={"name": "f", "arguments": "a"}), tc(0, id="late", function={"arguments": "b"})],
     [tc(0, function={"name": "f"}), tc(0, type="custom", function={"arguments": "b"})],
     [tc(0, function={"name": "f", "arguments": "a"}), tc(0, id="x"), tc(0, function={"arguments": "b"})],
+    [tc(0, function={"name": "f", "arguments": "a"}), tc(0), tc(0, function={"arguments": "b"})],
     # reasoning that comes with a fragment is kept
     [tc(0, function={"name": "f", "arguments": "a"}), {"reasoning_content": "r", **tc(0, function={"arguments": "b"})}],
     # text with a fragment, and text between fragments
@@ -600,7 +603,8 @@ def test_the_model_is_read_past_bad_events_and_findings_of_a_stream_with_no_answ
 
 
 def test_budgets_take_output_tokens_from_counting_not_usage() -> None:
-    words = [chunk({"content": f"w{i} "}) for i in range(4)]
+    # Usage arrives with the first event (as with continuous usage stats), so it is known when the budget cuts.
+    words = [chunk({"content": f"w{i} "}, usage={"completion_tokens": 4} if i == 0 else None) for i in range(4)]
     chunks = [*words, chunk(finish="stop"), chunk(usage={"completion_tokens": 4}), b"data: [DONE]\n\n"]
     full = parse_exchange(stream_record(chunks))
     assert (full.timing.output_tokens, full.timing.tokens_source) == (4, "usage")
@@ -615,6 +619,10 @@ def test_a_whole_body_past_the_budget_keeps_the_proportional_prefix() -> None:
     p = parse_exchange(body_record(json.dumps(doc).encode()), max_tokens=4)
     assert (p.content, p.finish_reason, p.findings) == ("abcdefgh", "length", ["budget_max_tokens"])
     assert (p.timing.output_tokens, p.timing.tokens_source) == (10, "usage")
+    two = parse_exchange(
+        stream_record([chunk({"content": "a"}), chunk({"content": "b"}), b"data: [DONE]\n\n"], [1000, 3000, 1])
+    )
+    assert two.timing.tpot_us == 3000.0  # (E2EL - TTFT) / (2 - 1)
     p = parse_exchange(body_record(json.dumps(doc).encode()), max_tokens=10)
     assert (p.content, p.finish_reason, p.findings) == ("abcdefghij" * 2, None, [])
 
