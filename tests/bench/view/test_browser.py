@@ -25,9 +25,11 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
     return open_index([scores])
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    with chromium(tmp_path / "profile") as driver:
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    # One Chromium for the module (its start is the slow part): each test serves its own index on a port of its own,
+    # so the two never share an origin (storage, history) and each opens its first page itself.
+    with chromium(tmp_path_factory.mktemp("chromium") / "profile") as driver:
         yield driver
 
 
