@@ -114,13 +114,20 @@ def test_other_sandboxes_processes_do_not_stop_a_program_from_starting() -> None
         os.setgid(gid)
         os.setuid(uid)
 
-    sleepers = [
-        subprocess.Popen(["sleep", "60"], preexec_fn=as_sandbox_user) for _ in range(2 * sandbox.Limits().processes + 8)
-    ]
+    # One shell as the sandbox user starts the sleepers (forking the test process once each took most of a minute on
+    # a loaded machine) and says so once every one of them exists: the program below starts after them, by design.
+    count = 2 * sandbox.Limits().processes + 8
+    script = f"for i in $(seq {count}); do sleep 60 >/dev/null 2>&1 & done; echo started; wait"
+    sleepers = subprocess.Popen(
+        ["sh", "-c", script], preexec_fn=as_sandbox_user, start_new_session=True, stdout=subprocess.PIPE
+    )
     try:
+        assert sleepers.stdout is not None and sleepers.stdout.readline() == b"started\n"
+        assert sandbox._user_process_count(uid) >= count + 1
         result = sandbox.run_python("print('ran')", "", 5)
         assert result is not None and result.ok and result.stdout == "ran\n"
     finally:
-        for p in sleepers:
-            p.kill()
-            p.wait()
+        os.killpg(sleepers.pid, 9)
+        sleepers.wait()
+        assert sleepers.stdout is not None
+        sleepers.stdout.close()
