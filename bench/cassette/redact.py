@@ -17,13 +17,14 @@ import base64
 import functools
 import json
 import re
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import msgspec
 import orjson
+import stringzilla
 
 from bench.cassette.records import Exchange, encode
 from bench.decoding import Decoded, content_codings, decode_reads, encode_reads
@@ -55,6 +56,14 @@ DEFAULT_SECRET_FIELDS = frozenset({"api_key", "apikey", "password", "secret", "t
 # Shorter values are not scrubbed from the rest of a record: replacing every "abc" in a stream would corrupt it for
 # nothing. They are still replaced where they stand (the header, parameter or field that held them).
 MIN_SCRUB_LEN = 8
+
+
+# Every read of a recorded body is searched for every form of every secret: the search is most of recording's own
+# cost per forwarded chunk. bytes.find's speed depends on the text: a form whose bytes are common in it (a key's
+# letters in English prose; the two bytes of `\\u`) is scanned about a byte per step, ~8-25 us per 10 KB of SSE here,
+# against ~1.5 us for a form of rarer bytes. StringZilla's SIMD substring search takes ~0.8 us per form per 10 KB
+# whatever the text (benchmarks/record_steps.py).
+_find: Callable[..., int] = stringzilla.find  # (haystack, needle, start=0): index or -1
 
 
 @functools.lru_cache(maxsize=4096)
@@ -248,13 +257,13 @@ def _spans(data: bytes, forms: Sequence[bytes]) -> list[tuple[int, int]]:
         if form.startswith(b"\\u"):
             # Every character \u-escaped: rare, and impossible without a backslash-u anywhere (one quick search).
             if escapes is None:
-                escapes = b"\\u" in data
+                escapes = _find(data, b"\\u") >= 0
             if not escapes:
                 continue
-        i = data.find(form)
+        i = _find(data, form)
         while i >= 0:
             spans.append((i, i + len(form)))
-            i = data.find(form, i + 1)
+            i = _find(data, form, i + 1)
     if not spans:
         return spans
     spans.sort()
@@ -274,10 +283,10 @@ def _holds_any(data: bytes, forms: Sequence[bytes]) -> bool:
     for form in forms:
         if form.startswith(b"\\u"):
             if escapes is None:
-                escapes = b"\\u" in data
+                escapes = _find(data, b"\\u") >= 0
             if not escapes:
                 continue
-        if form in data:
+        if _find(data, form) >= 0:
             return True
     return False
 
