@@ -1,7 +1,13 @@
 from __future__ import annotations
 
+import itertools
 import json
 
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.sse import SSEParser
 from proxy.recorder import MAX_WATCHED_EVENTS, Exchange, TokenWatch, carries_token, stream_finished
 
 
@@ -30,6 +36,71 @@ def test_token_watch_finds_the_first_token_across_split_reads() -> None:
     assert not watch.feed(data[:10])
     assert watch.feed(data[10:]) and watch.found
     assert (watch.model, watch.system_fingerprint) == ("m1", "fp_x")
+
+
+def parser_watch(reads: list[bytes]) -> tuple[int | None, int, str | None, str | None]:
+    """What TokenWatch must find, worked out with the SSE parser alone: (index of the read that completed the first
+    token event, events seen, model, system_fingerprint)."""
+    parser, events, model, fp = SSEParser(), 0, None, None
+    for i, read in enumerate(reads):
+        for event in parser.feed(read):
+            events += 1
+            try:
+                obj = orjson.loads(event.data) if event.data != "[DONE]" else None
+            except orjson.JSONDecodeError:
+                obj = None
+            if isinstance(obj, dict):
+                model = model or (obj.get("model") if isinstance(obj.get("model"), str) else None)
+                got = obj.get("system_fingerprint")
+                fp = fp or (got if isinstance(got, str) else None)
+            if carries_token(obj):
+                return i, events, model, fp
+        if events >= MAX_WATCHED_EVENTS:
+            break
+    return None, events, model, fp
+
+
+def token_watch(reads: list[bytes]) -> tuple[int | None, int, str | None, str | None]:
+    watch = TokenWatch()
+    for i, read in enumerate(reads):
+        if watch.feed(read):
+            return (i if watch.found else None), watch.events, watch.model, watch.system_fingerprint
+    return None, watch.events, watch.model, watch.system_fingerprint
+
+
+_pieces = st.sampled_from(
+    [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"content": "Hi"}),
+        chunk({"content": "\ufffd\u00e9"}),
+        b"data: {}\n\n",
+        b"data: \n\n",
+        b"data: [DONE]\n\n",
+        b'data:{"model":"m2"}\n\n',
+        b'\xef\xbb\xbfdata: {"model":"bom"}\n\n',
+        b": comment\n\n",
+        b"event: x\n",
+        b'data: {"choices":[{"delta":{"content":"\xff"}}]}\n\n',
+        b'data: {"model":"m3"}\r\n\r\n',
+        b"\r",
+        b"\n",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_pieces, max_size=8), st.lists(st.integers(0, 400), max_size=6))
+def test_token_watch_finds_what_the_parser_finds_however_the_reads_are_framed(
+    pieces: list[bytes], cuts: list[int]
+) -> None:
+    # Whole one-event reads take TokenWatch's shortcut; anything else (split events, CR, BOM, several events in a
+    # read) goes through the parser: the first token's read, the events seen and the identity must not differ.
+    stream = b"".join(pieces)
+    bounds = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
+    split = [stream[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    for reads in (pieces, split):
+        reads = [r for r in reads if r]
+        assert token_watch(reads) == parser_watch(reads)
 
 
 def test_token_watch_gives_up_on_long_tokenless_streams() -> None:
