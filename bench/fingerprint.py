@@ -23,6 +23,10 @@ VOLATILE_FIELDS = frozenset({"stream", "stream_options", "user", "metadata", "st
 # Query parameters that carry credentials on some gateways (Azure's api-key, Google's key).
 SECRET_QUERY_PARAMS = frozenset({"api-key", "api_key", "key", "access_token", "token", "code"})
 
+# json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False), with its encoder built once instead of
+# per call (the same text: json.dumps builds exactly this encoder when given arguments).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
 
 def canonical_body(body: bytes) -> Any:
     """The body as the fingerprint sees it: a JSON object without volatile fields, or None if not JSON."""
@@ -38,6 +42,8 @@ def canonical_body(body: bytes) -> Any:
 
 
 def canonical_query(query: str) -> list[tuple[str, str]]:
+    if not query:
+        return []  # most requests: parse_qsl would cost more than the rest of the fingerprint's first line
     pairs = parse_qsl(query, keep_blank_values=True)
     return sorted((k, v) for k, v in pairs if k.lower() not in SECRET_QUERY_PARAMS)
 
@@ -56,7 +62,7 @@ def fingerprint_of(method: str, path: str, query: str, body: bytes, canon: Any) 
     text = None
     if canon is not None:
         try:
-            text = json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+            text = _CANONICAL.encode(canon).encode()
         except RecursionError:
             text = None
     if text is None:
