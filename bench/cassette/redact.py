@@ -449,26 +449,13 @@ def scrub_text(value: Any, forms: Sequence[bytes], strs: Sequence[str], found: l
     return value
 
 
-def scrub_body_reads(
-    headers: Sequence[Sequence[str]], reads: Sequence[bytes], forms: Sequence[bytes], found: list[str]
-) -> list[bytes] | None:
-    """A response body's reads with secrets scrubbed, or None if none was there. A compressed body is searched
-    decoded; if a secret is there, the scrubbed pieces are encoded again with the same coding, one flushed piece per
-    read, so each read still decodes to its own (scrubbed) piece at its recorded time."""
-    steps = scrub_body_steps(headers, reads, forms, found)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            scrubbed: list[bytes] | None = done.value
-            return scrubbed
-
-
 def scrub_body_steps(
     headers: Sequence[Sequence[str]], reads: Sequence[bytes], forms: Sequence[bytes], found: list[str]
 ) -> Generator[None, None, list[bytes] | None]:
-    """`scrub_body_reads` in steps (a window of a body's reads each, `read_spans_steps`), yielding between them;
-    returns the scrubbed reads or None. A compressed body is decoded, searched and encoded in one step."""
+    """A response body's reads with secrets scrubbed, or None if none was there, in steps (a window of the reads
+    each, `read_spans_steps`), yielding between them. A compressed body is searched decoded, in one step; if a secret
+    is there, the scrubbed pieces are encoded again with the same coding, one flushed piece per read, so each read
+    still decodes to its own (scrubbed) piece at its recorded time."""
     plain = _cut(reads, (yield from read_spans_steps(reads, forms)))
     codings = content_codings(headers)
     if not codings:
