@@ -412,6 +412,8 @@ def test_describe_bad_request_never_quotes_the_header_value() -> None:
     assert text == "Invalid header value char (header Authorization)"
     assert describe_bad_request(f"Bad status line '{KEY}'") == "Bad status line"
     assert describe_bad_request(None) == "malformed request"
+    # Only the colon before the quoted bytes goes: the words keep every letter.
+    assert describe_bad_request(f"Bad HTTP version HTTP/1.X: b'{KEY}'") == "Bad HTTP version HTTP/1.X"
 
 
 def test_a_compressed_body_past_the_decoding_limit_is_not_kept_unsearched(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -493,3 +495,29 @@ def test_a_basic_password_with_a_colon_and_each_cookie_value_are_scrubbed_when_e
     )
     Redactor().redact_exchange(rec)
     assert rec.response.chunks == echo(f"pw {REDACTED}", f"s {REDACTED}", f"c {REDACTED}", "theme dark")
+
+
+def test_only_a_valid_basic_credential_is_decoded_into_secrets() -> None:
+    # A lenient decoder skips characters outside base64's alphabet and would turn a malformed credential into text that
+    # is then scrubbed from every answer: what it decodes to is not a credential, and recorded answers keep it.
+    good = base64.b64encode(b"user:correct-horse-battery").decode()
+    secrets = SecretSet()
+    secrets.add_header_value("authorization", f"Basic {good}")
+    assert secrets.values == {f"Basic {good}", good, "user:correct-horse-battery", "correct-horse-battery"}
+    bad = good[:4] + "!" + good[4:]
+    secrets = SecretSet()
+    secrets.add_header_value("authorization", f"Basic {bad}")
+    assert secrets.values == {f"Basic {bad}", bad}
+    rec = record(headers=[["Authorization", f"Basic {bad}"]], chunks=[b'data: {"a":"correct-horse-battery"}\n\n'])
+    Redactor().redact_exchange(rec)
+    assert rec.response.chunks == [b'data: {"a":"correct-horse-battery"}\n\n']
+
+
+def test_scrub_text_reaches_bytes_and_strings_inside_dicts_and_lists_and_says_where() -> None:
+    forms = list(secret_forms(KEY))
+    strs = [f.decode() for f in forms]
+    value = {"metaX": b"a " + KEY.encode() + b" b", "notesX": ["x" + KEY, b"y" + KEY.encode(), 3]}
+    found: list[str] = []
+    out = redact.scrub_text(value, forms, strs, found, "extra.")
+    assert out == {"metaX": b"a [REDACTED] b", "notesX": ["x[REDACTED]", b"y[REDACTED]", 3]}
+    assert found == ["scrubbed:extra.metaX", "scrubbed:extra.notesX", "scrubbed:extra.notesX"]
