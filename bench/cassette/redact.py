@@ -209,9 +209,9 @@ def redact_json_fields(
         return body
     # Parsing every request body costs more than the rest of redaction: parse only when a secret field's name is
     # there as a quoted string (or the body holds escapes, which a key could be written with).
-    if b"\\u" not in body:
+    if _find(body, b"\\u") < 0:
         lowered = body.lower()
-        if not any(name in lowered for name in _quoted(fields | any_value)):
+        if not any(_find(lowered, name) >= 0 for name in _quoted(fields | any_value)):
             return body
     try:
         doc = orjson.loads(body)
