@@ -19,6 +19,7 @@ from bench.cassette.records import Exchange, Upstream
 from bench.cassette.redact import (
     MIN_SCRUB_LEN,
     REDACTED,
+    BodyScrubber,
     Redactor,
     SecretSet,
     describe_bad_request,
@@ -521,3 +522,57 @@ def test_scrub_text_reaches_bytes_and_strings_inside_dicts_and_lists_and_says_wh
     out = redact.scrub_text(value, forms, strs, found, "extra.")
     assert out == {"metaX": b"a [REDACTED] b", "notesX": ["x[REDACTED]", b"y[REDACTED]", 3]}
     assert found == ["scrubbed:extra.metaX", "scrubbed:extra.notesX", "scrubbed:extra.notesX"]
+
+
+def split(scrubber: BodyScrubber, reads: list[bytes], *hold: int) -> tuple[list[bytes], list[bytes]]:
+    steps = scrubber.split_steps(reads, *hold)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: tuple[list[bytes], list[bytes]] = done.value
+            return result
+
+
+def test_a_body_scrubber_finds_every_secret_of_the_request_and_response_heads() -> None:
+    # A body written in parts is scrubbed before its record exists: its scrubber must know every secret the record's
+    # redaction will find (each kind of place a secret is given in, and the values given up front).
+    secrets = {
+        "query": "query-secret-0987654321",
+        "body": "body-secret-abcdefgh",
+        "extra": "extra-secret-zyxwvuts",
+        "cookie": "cookie-secret-qwertyuiop",
+        "given": "given-value-123456",
+        "header": KEY,
+    }
+    redactor = Redactor.with_extra(json_fields=["extra_field"], values=[secrets["given"]])
+    scrubber = redactor.body_scrubber(
+        [["Content-Type", "application/json"], ["Authorization", f"Bearer {KEY}"]],
+        f"api-version=1&api-key={secrets['query']}",
+        json.dumps({"model": "m", "api_key": secrets["body"], "extra_field": secrets["extra"]}).encode(),
+        [["Content-Type", "text/event-stream"], ["Set-Cookie", f"session={secrets['cookie']}; Path=/"]],
+    )
+    reads = [f"data: {value}\n\n".encode() for value in secrets.values()] + [b"data: nothing secret\n\n"]
+    out, held = split(scrubber, reads, 0)
+    assert out + held == [b"data: [REDACTED]\n\n"] * len(secrets) + [b"data: nothing secret\n\n"]
+    assert scrubber.scrubbed
+
+
+def test_a_body_scrubber_with_nothing_to_scrub_writes_every_read_and_holds_only_what_it_is_asked_to() -> None:
+    scrubber = Redactor().body_scrubber([["Accept", "*/*"]], "", b"", [])
+    reads = [b"data: a\n\n", b"data: b\n\n"]
+    assert split(scrubber, reads) == (reads, [])
+    assert split(scrubber, reads, 9) == ([reads[0]], [reads[1]])
+    assert not scrubber.scrubbed
+
+
+def test_a_body_scrubber_holds_the_fewest_last_reads_that_can_hold_the_start_of_a_secret() -> None:
+    # A secret that begins in the reads written now must be seen whole: the reads held are the last ones holding at
+    # least the longest form's length less one byte, and no more.
+    scrubber = BodyScrubber(list(secret_forms(KEY)))
+    longest = max(map(len, scrubber.forms))
+    reads = [b"x" * 50, b"y", b"z" * (longest - 2)]
+    assert split(scrubber, reads, 0) == ([b"x" * 50], [b"y", b"z" * (longest - 2)])
+    reads = [b"x" * 50, b"y", b"z" * (longest - 1)]
+    assert split(scrubber, reads, 0) == ([b"x" * 50, b"y"], [b"z" * (longest - 1)])
+    assert not scrubber.scrubbed
