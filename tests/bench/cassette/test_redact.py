@@ -576,3 +576,44 @@ def test_a_body_scrubber_holds_the_fewest_last_reads_that_can_hold_the_start_of_
     reads = [b"x" * 50, b"y", b"z" * (longest - 1)]
     assert split(scrubber, reads, 0) == ([b"x" * 50, b"y"], [b"z" * (longest - 1)])
     assert not scrubber.scrubbed
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b'[{"model":"m","api_key":"%s"}]', id="a top-level array"),
+        pytest.param(b'\n  {"model":"m","api_key":"%s"}', id="leading whitespace"),
+        pytest.param(b'{"model":"m","api\\u005fkey":"%s"}', id="the field name escaped"),
+    ],
+)
+def test_a_secret_field_is_found_however_the_json_body_is_written(body: bytes) -> None:
+    rec = record(body=body.replace(b"%s", KEY.encode()))
+    Redactor().redact_exchange(rec)
+    assert KEY.encode() not in rec.request.body
+    assert orjson.loads(rec.request.body) in (
+        [{"model": "m", "api_key": REDACTED}],
+        {"model": "m", "api_key": REDACTED},
+    )
+
+
+def test_a_redacted_json_body_keeps_its_other_text_as_utf8() -> None:
+    rec = record(body=json.dumps({"messages": "café ☕", "api_key": KEY}, ensure_ascii=False).encode())
+    Redactor().redact_exchange(rec)
+    assert rec.request.body == '{"messages": "café ☕", "api_key": "[REDACTED]"}'.encode()
+
+
+def test_a_json_body_too_deep_to_write_back_is_dropped_whole_when_it_holds_a_secret_field() -> None:
+    depth = 1010  # parsed (orjson follows 1024 levels), but json cannot write it back
+    body = b'{"api_key":"' + KEY.encode() + b'","x":' + b"[" * depth + b"]" * depth + b"}"
+    rec = record(body=body)
+    Redactor().redact_exchange(rec)
+    assert rec.request.body == REDACTED.encode()
+    assert "request.body" in rec.redacted
+
+
+def test_a_secret_query_value_holding_an_equals_sign_is_redacted_whole() -> None:
+    value = base64.b64encode(b"a key of 17 bytes").decode()  # base64 padding: ends with "="
+    assert "=" in value
+    rec = record(query=f"api-version=2&api-key={value}")
+    Redactor().redact_exchange(rec)
+    assert rec.request.query == f"api-version=2&api-key={REDACTED}"
