@@ -274,17 +274,23 @@ async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseReque
     # A burst of requests starts a slice of the loop at a time (proxy.starts); the wait is inside the recorded times,
     # which run from the request's arrival.
     turn = state.starts.turn()
-    while turn is not None:
-        await turn
-        turn = state.starts.resume()
-    t0 = _arrival(request)
-    started_us = time.time_ns() // 1000 - (monotonic_ns() - t0) // 1000
+    early = b""
+    size = request.content_length
+    if turn is not None and size is not None and size <= MAX_REQUEST_BODY and request.content.is_eof():
+        # Here whole (no wait; `read` keeps it for later): the record has it if its client leaves while it waits.
+        early = await request.read()
+    try:
+        while turn is not None:
+            await turn
+            turn = state.starts.resume()
+    except asyncio.CancelledError:
+        _left_waiting(request, state, early)
+        raise
     if state.closing:
         return shutting_down()
     if state.client_token is not None and not _authorized(request, state.client_token):
         state.stats.rejected += 1
         return unauthorized()
-    size = request.content_length
     if size is not None and size > MAX_REQUEST_BODY:
         state.stats.bad_requests += 1
         log.warning("bench proxy: 413 for %s %s: body of %d bytes", request.method, request.path, size)
@@ -292,27 +298,10 @@ async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseReque
     refused = await _answer_expect(request)
     if refused is not None:
         return refused
-    body = await _read_body(request, state, limits)
-    if isinstance(body, web.Response):
-        return body
-    path, _, query = request.raw_path.partition("?")
-    headers = [[str(k), v] for k, v in request.headers.items()]  # str: a record holds plain strings, not istr
-    tags = {k[len(TAG_PREFIX) :].lower(): v for k, v in headers if k.lower().startswith(TAG_PREFIX)}
-    # Replay needs the fingerprint now; recording computes it after the response; passthrough never.
-    fp = fingerprint(request.method, path, query, body) if state.index is not None else ""
-    ex = Exchange(
-        t0=t0,
-        started_us=started_us,
-        mode=state.mode.recorded_as,
-        method=request.method,
-        path=path,
-        query=query,
-        req_headers=headers,
-        body=body,
-        fp=fp,
-        tags=tags,
-        upstream_url=state.upstream_label,
-    )
+    read = await _read_body(request, state, limits)
+    if isinstance(read, web.Response):
+        return read
+    ex = _exchange(request, state, read)
     task = asyncio.current_task()
     assert task is not None
     state.begin(ex, task)
@@ -324,6 +313,45 @@ async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseReque
         raise
     finally:
         state.finish(ex)
+
+
+def _exchange(request: web.BaseRequest, state: ProxyState, body: bytes) -> Exchange:
+    t0 = _arrival(request)
+    path, _, query = request.raw_path.partition("?")
+    headers = [[str(k), v] for k, v in request.headers.items()]  # str: a record holds plain strings, not istr
+    tags = {k[len(TAG_PREFIX) :].lower(): v for k, v in headers if k.lower().startswith(TAG_PREFIX)}
+    # Replay needs the fingerprint now; recording computes it after the response; passthrough never.
+    fp = fingerprint(request.method, path, query, body) if state.index is not None else ""
+    return Exchange(
+        t0=t0,
+        started_us=time.time_ns() // 1000 - (monotonic_ns() - t0) // 1000,
+        mode=state.mode.recorded_as,
+        method=request.method,
+        path=path,
+        query=query,
+        req_headers=headers,
+        body=body,
+        fp=fp,
+        tags=tags,
+        upstream_url=state.upstream_label,
+    )
+
+
+def _left_waiting(request: web.BaseRequest, state: ProxyState, body: bytes) -> None:
+    """A request cancelled while its start waited its turn (its client left, or the proxy shut down): recorded and
+    counted like one cancelled later, with the body it came with (none if that had not all arrived). Not a client
+    without the proxy's token: its request would have been refused unrecorded."""
+    if state.client_token is not None and not _authorized(request, state.client_token):
+        return
+    ex = _exchange(request, state, body)
+    if state.closing:
+        ex.fail(CLIENT_DISCONNECTED, "the proxy shut down before the exchange started")
+    else:
+        ex.fail(CLIENT_DISCONNECTED, "the client went away while its request waited to start")
+    task = asyncio.current_task()
+    assert task is not None
+    state.begin(ex, task)
+    state.finish(ex)
 
 
 def build_server(state: ProxyState, limits: ClientLimits | None = None) -> ProxyServer:

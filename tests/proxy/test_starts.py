@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from proxy import starts
+from bench.cassette import CassetteReader
+from proxy import start_proxy, starts
 from proxy.starts import SLICE_NS, StartSlices
+from tests.proxy.test_arrival import chat_request
+from tests.support.upstream import Upstream
 
 
 class Iterations:
@@ -102,3 +106,52 @@ async def test_a_start_cancelled_while_it_waits_does_not_hold_up_the_others(cloc
     waiting = slices.turn()
     assert waiting is not None
     await asyncio.wait_for(waiting, timeout=5)
+
+
+class Held(StartSlices):
+    """Start slices that keep every start waiting until the test says: it decides when a start runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = asyncio.Event()
+        self.turns: list[asyncio.Future[None]] = []
+
+    def turn(self) -> asyncio.Future[None] | None:
+        held = asyncio.get_running_loop().create_future()
+        self.turns.append(held)
+        self.asked.set()
+        return held
+
+    def resume(self) -> asyncio.Future[None] | None:
+        return None
+
+
+async def test_a_client_that_leaves_while_its_start_waits_is_recorded_as_client_disconnected(
+    upstream: Upstream, cassettes: Path
+) -> None:
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    held = Held()
+    proxy.state.starts = held
+    host, port = proxy.url.removeprefix("http://").split(":")
+    head, body = chat_request({"stream": True})
+    _, writer = await asyncio.open_connection(host, int(port))
+    writer.write(head + body)
+    await asyncio.wait_for(held.asked.wait(), timeout=30)  # its start is waiting its turn
+    writer.close()  # and its client leaves
+    await writer.wait_closed()
+    for _ in range(600):  # the proxy sees the connection drop within ms; 30 s on a starved machine
+        if proxy.stats.client_disconnects and proxy.in_flight == 0:
+            break
+        await asyncio.sleep(0.05)
+    await proxy.close()
+    assert held.turns[0].cancelled()
+    assert proxy.cassette_path is not None
+    reader = CassetteReader(proxy.cassette_path)
+    records = list(reader)
+    assert reader.end is not None
+    assert [(r.outcome, r.error) for r in records] == [
+        ("client_disconnected", "the client went away while its request waited to start")
+    ]
+    assert records[0].request.body == body and records[0].response.status is None
+    assert proxy.stats.client_disconnects == 1 and reader.end.client_disconnects == 1
+    assert upstream.requests == []  # it never reached the upstream
