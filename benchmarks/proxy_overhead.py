@@ -7,6 +7,8 @@
     .venv/bin/python benchmarks/proxy_overhead.py --quiet-check   # the goals checked, exit 1 if one is missed
                                                              # (refuses on a loaded machine: exit 2)
     .venv/bin/python benchmarks/proxy_overhead.py --attribute     # and where each proxy's loop stalls come from
+    .venv/bin/python benchmarks/proxy_overhead.py --pin --rounds 20
+                                                             # proxies on one core, clients + upstream on the other
 
 Everything runs on loopback, each server in its own process: a paced mock upstream (OpenAI-style SSE chunks of
 ~230 bytes with real-word text), a bare aiohttp pass-through (the floor for an aiohttp proxy), `bench proxy
@@ -24,7 +26,12 @@ process) measures, in interleaved rounds with the targets in random order each r
   - reads per stream at the client: a target whose loop stalls forwards piled-up events as one read (fewer reads,
     less CPU per nominal chunk, ITLs of ~0 for the merged events).
 Streams through every target are checked byte-identical to direct ones. The machine should be quiet: other load
-shows up as noise in every column (the load average is printed at the end).
+shows up as noise in every column (the load average is printed at the end, and the CPU the machine's other processes
+took during the load rounds, per core).
+
+`--pin` puts every proxy under test (bare, passthrough, record) on the first allowed core and the clients and the
+upstream on the others: on 2 cores, without it, 256 clients, the upstream and the proxy share both, and a round's ITL
+p99 is set by which process the kernel ran when, not by the proxy.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -186,6 +194,7 @@ class Target:
     why: Counter[str] = field(default_factory=Counter)
     recorded: Recorded | None = None
     probe: Path | None = None  # where benchmarks/proxy_probe.py writes this target's summary (--attribute)
+    cpu0: float = 0.0  # its process's CPU seconds when the current load round began
 
 
 @dataclass
@@ -202,9 +211,20 @@ class Recorded:
     own_us: list[int]
 
 
-def start(args: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+def start(
+    args: list[str], env: dict[str, str] | None = None, cpus: set[int] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """Start a server and wait for its address; with `cpus`, it and every thread it starts run on those cores only."""
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     proc = subprocess.Popen(
-        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True
+        args,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
+        preexec_fn=pin,
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
@@ -235,6 +255,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime, all threads
 
 
+def busy_per_cpu() -> dict[int, float]:
+    """CPU seconds each core has spent busy since boot (user, nice, system, irq, softirq, steal), from /proc/stat."""
+    out: dict[int, float] = {}
+    for line in Path("/proc/stat").read_text().splitlines():
+        name, *values = line.split()
+        if name.startswith("cpu") and name != "cpu":
+            v = [int(x) for x in values]
+            out[int(name[3:])] = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / CLK_TCK
+    return out
+
+
 def listen_overflows() -> int:
     lines = Path("/proc/net/netstat").read_text().splitlines()
     for names, values in zip(lines[::2], lines[1::2], strict=False):
@@ -257,6 +288,23 @@ def pct(values: list[float], p: float) -> float:
 
 def median(values: list[float]) -> float:
     return pct(values, 50)
+
+
+def median_ci(values: list[float]) -> tuple[float, float]:
+    """A distribution-free 95% confidence interval for the median: the order statistics k and n+1-k with
+    P(Binomial(n, 1/2) < k) <= 2.5% (nan, nan under 6 values, too few for one)."""
+    n = len(values)
+    if n < 6:
+        return float("nan"), float("nan")
+    s = sorted(values)
+    k, below = 0, 0.0
+    while True:
+        below += math.comb(n, k) / 2**n  # P(X <= k)
+        if below > 0.025:
+            break
+        k += 1
+    # P(X < k) <= 2.5% with X ~ Binomial(n, 1/2): the interval [s[k-1], s[n-k]] (0-based) holds the median
+    return s[max(k - 1, 0)], s[min(n - k, n - 1)]
 
 
 def token_gaps(times: list[float], chunks: list[bytes]) -> list[float]:
@@ -323,7 +371,48 @@ async def ttft_phase(targets: list[Target], rounds: int, per_round: int, check: 
     print(file=sys.stderr)
 
 
-async def load_phase(targets: list[Target], rounds: int, streams: int, tokens: int, itl_ms: float) -> None:
+@dataclass
+class Others:
+    """The CPU the machine's other processes took during the load rounds (cores busy, per core), and the load."""
+
+    ours: list[int]  # pids of this benchmark's processes (this one, the upstream, the proxies)
+    proxy_cpus: set[int]  # the proxies' cores under --pin (empty: not pinned)
+    on_proxy_core: list[float] = field(default_factory=list)  # cores' worth, per target-round
+    elsewhere: list[float] = field(default_factory=list)
+    loadavg: list[float] = field(default_factory=list)
+
+    def measure(self) -> tuple[dict[int, float], float, float]:
+        return busy_per_cpu(), sum(_cpu_or_zero(pid) for pid in self.ours), time.monotonic()
+
+    def add(self, before: tuple[dict[int, float], float, float], target: Target) -> None:
+        """Other processes' CPU since `before`. Pinned, the proxy core's busy time less the target's is the others'
+        (the idle proxies take ~0); the rest of our CPU is on the other cores."""
+        busy0, ours0, t0 = before
+        busy, ours, t = self.measure()
+        wall = t - t0
+        used = {c: busy[c] - busy0.get(c, busy[c]) for c in busy}
+        total_ours = ours - ours0
+        if self.proxy_cpus:
+            target_cpu = _cpu_or_zero(target.proc.pid) - target.cpu0 if target.proc else 0.0
+            on = sum(used[c] for c in self.proxy_cpus if c in used) - target_cpu
+            off = sum(v for c, v in used.items() if c not in self.proxy_cpus) - (total_ours - target_cpu)
+            self.on_proxy_core.append(max(0.0, on) / wall)
+            self.elsewhere.append(max(0.0, off) / wall)
+        else:
+            self.elsewhere.append(max(0.0, sum(used.values()) - total_ours) / wall)
+        self.loadavg.append(os.getloadavg()[0])
+
+
+def _cpu_or_zero(pid: int) -> float:
+    try:
+        return cpu_seconds(pid)
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+
+
+async def load_phase(
+    targets: list[Target], rounds: int, streams: int, tokens: int, itl_ms: float, others: Others
+) -> None:
     import aiohttp
 
     for r in range(rounds):
@@ -332,10 +421,12 @@ async def load_phase(targets: list[Target], rounds: int, streams: int, tokens: i
         for target in order:
             connector = aiohttp.TCPConnector(limit=0)
             async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as s:
-                cpu0 = cpu_seconds(target.proc.pid) if target.proc else 0.0
+                cpu0 = target.cpu0 = cpu_seconds(target.proc.pid) if target.proc else 0.0
+                before = others.measure()
                 bodies = [request_body(LOAD_SEED + r * streams + i, tokens, 20, itl_ms) for i in range(streams)]
                 results = await asyncio.gather(*(one_stream(s, target.url, b) for b in bodies), return_exceptions=True)
                 cpu = cpu_seconds(target.proc.pid) - cpu0 if target.proc else 0.0
+                others.add(before, target)
             # Every stream went through the proxy, finished or not: its events count as forwarded.
             chunks = streams * (tokens + 4)  # upstream events: role, tokens, finish, usage, [DONE]
             target.cpu_rounds.append(cpu / chunks * 1e6)
@@ -403,6 +494,13 @@ def main() -> int:
         help="check the goals and exit 1 if any is missed; refuses (exit 2) on a machine whose load average is over "
         "1 per core, where wall-clock figures measure the other load",
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="run the proxies under test on the first allowed core and the clients and the upstream on the others, "
+        "so that a round's ITL tail is the proxy's, not the kernel's choice of which process to run",
+    )
+    parser.add_argument("--tokens", type=int, help=f"content tokens per stream in the load phase (default {TOKENS})")
     parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-bare", metavar="UPSTREAM", help=argparse.SUPPRESS)
     parser.add_argument("--probe", metavar="PATH", help=argparse.SUPPRESS)  # --serve-bare under proxy_probe
@@ -430,7 +528,16 @@ def main() -> int:
     load_rounds, streams = (2, 64) if args.quick else (10, 256)
     streams = args.streams or streams
     load_rounds = args.rounds or load_rounds
-    tokens, itl_ms = (TOKENS, 25.0)
+    tokens, itl_ms = (args.tokens or TOKENS, 25.0)
+    proxy_cpus: set[int] = set()
+    client_cpus: set[int] | None = None
+    if args.pin:
+        allowed = sorted(os.sched_getaffinity(0))
+        if len(allowed) < 2:
+            print("proxy_overhead: --pin needs at least 2 cores", file=sys.stderr)
+            return 2
+        proxy_cpus, client_cpus = {allowed[0]}, set(allowed[1:])
+        os.sched_setaffinity(0, client_cpus)  # this process: the clients (and what it starts unpinned)
     py = sys.executable
     me = str(Path(__file__).resolve())
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -438,11 +545,11 @@ def main() -> int:
     sources = [("", ROOT)] + ([(" (baseline)", args.baseline.resolve())] if args.baseline else [])
     with tempfile.TemporaryDirectory(prefix="bench-proxy-bench-") as tmp:
         try:
-            up_proc, upstream = start([py, me, "--serve-upstream"], env)
+            up_proc, upstream = start([py, me, "--serve-upstream"], env, client_cpus)
             procs.append(up_proc)
             bare_probe = Path(tmp) / "probe-bare.json" if args.attribute else None
             bare_args = ["--probe", str(bare_probe)] if bare_probe else []
-            bare_proc, bare = start([py, me, "--serve-bare", upstream, *bare_args], env)
+            bare_proc, bare = start([py, me, "--serve-bare", upstream, *bare_args], env, proxy_cpus)
             procs.append(bare_proc)
             targets = [Target("direct", upstream), Target("bare aiohttp", bare, bare_proc)]
             targets[1].probe = bare_probe
@@ -450,7 +557,7 @@ def main() -> int:
                 for mode in ("passthrough", "record"):
                     cassettes = Path(tmp) / f"{mode}{len(targets)}"
                     probe = Path(tmp) / f"probe-{mode}{len(targets)}.json" if args.attribute else None
-                    proc, url = start(bench_proxy(src, upstream, mode, cassettes, probe), env)
+                    proc, url = start(bench_proxy(src, upstream, mode, cassettes, probe), env, proxy_cpus)
                     procs.append(proc)
                     target = Target(f"bench {mode}{suffix}", url, proc, cassettes if mode == "record" else None)
                     target.probe = probe
@@ -466,7 +573,8 @@ def main() -> int:
                 t.ttft_cpu_s, t.ttft_streams = 0.0, 0
             asyncio.run(ttft_phase(targets, ttft_rounds, per_round, check))
             print(f"load: {load_rounds} rounds x {streams} concurrent streams of {tokens} tokens", file=sys.stderr)
-            asyncio.run(load_phase(targets, load_rounds, streams, tokens, itl_ms))
+            others = Others([os.getpid()] + [p.pid for p in procs], proxy_cpus)
+            asyncio.run(load_phase(targets, load_rounds, streams, tokens, itl_ms, others))
             overflows = listen_overflows() - overflows0
             for t in targets:
                 if t.cassettes is not None and t.proc is not None:
@@ -485,7 +593,7 @@ def main() -> int:
                     proc.kill()
             probes = {t.name: json.loads(t.probe.read_text()) for t in targets if t.probe and t.probe.exists()}
 
-    missed = report(targets, overflows, elapsed, streams, load_rounds)
+    missed = report(targets, overflows, elapsed, streams, load_rounds, tokens, others)
     if probes:
         attribution(probes)
     if args.quiet_check:
@@ -498,7 +606,9 @@ def _ms(value: float, sign: bool = True) -> str:
     return "-" if value != value else f"{value:+.3f}" if sign else f"{value:.3f}"
 
 
-def report(targets: list[Target], overflows: int, elapsed: float, streams: int, rounds: int) -> list[str]:
+def report(
+    targets: list[Target], overflows: int, elapsed: float, streams: int, rounds: int, tokens: int, others: Others
+) -> list[str]:
     """Print the table and the goals; returns the goals missed."""
     direct, bare = targets[0], targets[1]
 
@@ -508,6 +618,10 @@ def report(targets: list[Target], overflows: int, elapsed: float, streams: int, 
     def itl_added(t: Target, p: float) -> float:
         """Median over rounds of (this target's ITL percentile - direct's in the same round), ms."""
         return median([(pct(a, p) - pct(d, p)) * 1e3 for a, d in zip(t.itl_rounds, direct.itl_rounds, strict=True)])
+
+    def over_bare_rounds(t: Target, p: float) -> list[float]:
+        """(this target's ITL percentile - bare's) in each round, ms: the rounds' common noise cancels."""
+        return [(pct(a, p) - pct(b, p)) * 1e3 for a, b in zip(t.itl_rounds, bare.itl_rounds, strict=True)]
 
     def cpu_ratio(t: Target) -> float:
         return median([a / b for a, b in zip(t.cpu_rounds, bare.cpu_rounds, strict=True) if b])
@@ -533,7 +647,7 @@ def report(targets: list[Target], overflows: int, elapsed: float, streams: int, 
     for t in targets:
         p50 = ttft_p50(t)
         i50, i99 = itl_added(t, 50), itl_added(t, 99)
-        over_bare = i99 - itl_added(bare, 99)
+        over_bare = median(over_bare_rounds(t, 99))
         if t.proc is None:
             cpu_text = f"{'-':>9} {'-':>6}"
         else:
@@ -553,10 +667,18 @@ def report(targets: list[Target], overflows: int, elapsed: float, streams: int, 
             f"{(pct(a, 99) - pct(d, 99)) * 1e3:+.2f}" for a, d in zip(t.itl_rounds, direct.itl_rounds, strict=True)
         )
         print(f"ITL p99 added per round, {t.name}: {per_round}")
+    for t in targets[2:]:
+        diffs = over_bare_rounds(t, 99)
+        lo, hi = median_ci(diffs)
+        print(
+            f"ITL p99 over bare, {t.name}: median {median(diffs):+.3f} ms, 95% CI of the median {_ms(lo)}..{_ms(hi)}, "
+            f"quartiles {pct(diffs, 25):+.3f}..{pct(diffs, 75):+.3f}; per round: "
+            + " ".join(f"{d:+.2f}" for d in diffs)
+        )
     # A target that stalls lets several events pile up in its sockets and forwards them as one read: fewer reads,
     # less CPU per chunk, but the client's ITLs read ~0 for them. Direct shows the client's own merging.
     reads = ", ".join(f"{t.name} {sum(t.reads) / len(t.reads):.1f}" for t in targets if t.reads)
-    print(f"reads per stream at the client under load ({TOKENS + 4} events sent): {reads}")
+    print(f"reads per stream at the client under load ({tokens + 4} events sent): {reads}")
     cpu_per_stream = [f"{t.name} {t.ttft_cpu_s / t.ttft_streams * 1e6:.0f} us" for t in targets if t.ttft_streams]
     print("proxy CPU per stream, one at a time (10 events each): " + ", ".join(cpu_per_stream))
     for t in targets:
@@ -572,6 +694,17 @@ def report(targets: list[Target], overflows: int, elapsed: float, streams: int, 
             )
     print(f"listen overflows during the run: {overflows}; measured in {elapsed:.0f} s")
     print(f"machine load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        "other processes' CPU during the load rounds (cores busy, median / max): "
+        + (
+            f"on the proxy's core {median(others.on_proxy_core):.2f} / {max(others.on_proxy_core):.2f}, "
+            if others.proxy_cpus
+            else ""
+        )
+        + f"{'on the clients cores' if others.proxy_cpus else 'on all cores'} {median(others.elsewhere):.2f} / "
+        f"{max(others.elsewhere):.2f}; load average during them {min(others.loadavg):.1f}-{max(others.loadavg):.1f}"
+        + (f"; pinned: proxies on core {sorted(others.proxy_cpus)}" if others.proxy_cpus else "")
+    )
     print()
     print("goals (wall-clock ones hold only on a quiet machine; CPU per chunk is the load-proof one):")
     missed: list[str] = []
@@ -582,11 +715,19 @@ def report(targets: list[Target], overflows: int, elapsed: float, streams: int, 
             missed.append(name)
         return f"{text} {'ok' if ok else 'MISSED'}"
 
+    def decided(name: str, diffs: list[float], limit: float) -> str:
+        """A goal on a median of per-round differences: met or missed only when its 95% CI is on one side."""
+        value = median(diffs)
+        lo, hi = median_ci(diffs)
+        verdict = goal(name, value, limit, f"ITL p99 over bare {value:+.3f} ms (<= +{limit})")
+        if lo == lo and lo <= limit < hi:
+            verdict += " (undecided: 95% CI " + f"{lo:+.3f}..{hi:+.3f})"
+        return verdict
+
     for t in targets[2:]:
         record = "record" in t.name
-        over = itl_added(t, 99) - itl_added(bare, 99)
         limit = 0.3 if record else 0.1
-        checks = [goal(f"{t.name} ITL p99", over, limit, f"ITL p99 over bare {over:+.3f} ms (<= +{limit})")]
+        checks = [decided(f"{t.name} ITL p99", over_bare_rounds(t, 99), limit)]
         if record:
             r50, r99 = rec_minus_client(t, 50), rec_minus_client(t, 99)
             cpu, ttft = cpu_ratio(t), ttft_p50(t) - bare_p50
