@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from time import monotonic_ns
-from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -25,6 +24,7 @@ from proxy.recordings import Recorded, sent_done
 from proxy.replay_body import BodyUnreadable, recorded_reads
 from proxy.spill import COMPRESSED_HOLD, hold_no_more, spill_limit, spill_safely
 from proxy.state import ProxyState
+from proxy.watchdog import Watch
 
 HOP_BY_HOP = frozenset(
     {
@@ -99,58 +99,6 @@ def _abort_client(request: web.BaseRequest) -> None:
         transport.close()
 
 
-class IdleWatchdog:
-    """Upstream silence limit with one timer per exchange, re-armed only when it fires.
-
-    aiohttp's `sock_read` timeout re-arms a timer on every read, a per-chunk cost; the reads' arrival times are
-    recorded anyway, so the watchdog checks the last one when its timer fires and cancels the exchange if the
-    upstream has been silent too long. While the exchange waits on the proxy's own cassette writer (a part of a large
-    body, the record at the end) it does not read the upstream: that wait is `paused` and never counts as silence.
-    """
-
-    __slots__ = ("ex", "expired", "handle", "idle_ns", "loop", "paused", "resumed", "task")
-
-    def __init__(self, ex: Exchange, idle_s: float, task: asyncio.Task[Any]) -> None:
-        self.ex = ex
-        self.task = task
-        self.idle_ns = int(idle_s * 1e9)
-        self.expired = False
-        self.paused = False
-        self.resumed = 0  # when the last pause ended: the upstream's silence is counted from then at the earliest
-        self.loop = asyncio.get_running_loop()
-        self.handle = self.loop.call_later(idle_s, self._check)
-
-    def pause(self) -> None:
-        self.paused = True
-
-    def resume(self) -> None:
-        self.paused = False
-        self.resumed = monotonic_ns()
-
-    def _check(self) -> None:
-        if self.paused:
-            self.handle = self.loop.call_later(self.idle_ns / 1e9, self._check)
-            return
-        ex = self.ex
-        last = ex.times[-1] if ex.times else (ex.headers_at or ex.sent_upstream or ex.t0)
-        remaining = max(last, self.resumed) + self.idle_ns - monotonic_ns()
-        if remaining > 0:
-            self.handle = self.loop.call_later(remaining / 1e9, self._check)
-        else:
-            self.expired = True
-            self.task.cancel()
-
-    def absorb(self) -> bool:
-        """In an `except CancelledError`: True if the watchdog caused it (and the cancellation is undone)."""
-        if not self.expired:
-            return False
-        self.task.uncancel()
-        return True
-
-    def stop(self) -> None:
-        self.handle.cancel()
-
-
 def _error(ex: Exchange, status: int, outcome: str, message: str) -> web.Response:
     code = "upstream_timeout" if outcome == TIMEOUT else "bad_gateway"
     body = error_body(message, type="upstream_error", code=code)
@@ -175,7 +123,7 @@ async def forward(request: web.BaseRequest, state: ProxyState, ex: Exchange) -> 
     headers = upstream_headers(request, state)
     task = asyncio.current_task()
     assert task is not None
-    watchdog = IdleWatchdog(ex, state.idle_timeout, task) if state.idle_timeout else None
+    watchdog = state.idle_sweep.watch(ex, task) if state.idle_sweep is not None else None
     try:
         return await _forward(request, state, ex, url, headers, watchdog)
     finally:
@@ -189,7 +137,7 @@ async def _forward(
     ex: Exchange,
     url: URL,
     headers: CIMultiDict[str],
-    watchdog: IdleWatchdog | None,
+    watchdog: Watch | None,
 ) -> web.StreamResponse:
     assert state.session is not None
     ex.sent_upstream = now = monotonic_ns()
@@ -246,7 +194,7 @@ async def _pump(
     upstream: aiohttp.ClientResponse,
     response: web.StreamResponse,
     ex: Exchange,
-    watchdog: IdleWatchdog | None,
+    watchdog: Watch | None,
     state: ProxyState,
 ) -> bool:
     """Forward the body read by read; True if it was read to its end and the client got all of it. A body past the

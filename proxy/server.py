@@ -210,7 +210,7 @@ async def start_proxy(
     if chosen.forwards:
         state.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=UPSTREAM_CONNECTIONS, limit_per_host=0),
-            # The idle timeout is proxy.forward.IdleWatchdog, not sock_read (which costs a timer per read).
+            # The idle timeout is proxy.watchdog, not sock_read (which costs a timer per read).
             timeout=aiohttp.ClientTimeout(total=request_timeout),
             auto_decompress=False,
             # On the session, not per request: aiohttp turns a request's own list into a new set on every request.

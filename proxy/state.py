@@ -17,6 +17,7 @@ from proxy.recorder import Exchange
 from proxy.recordings import ReplayIndex
 from proxy.sink import Sink
 from proxy.starts import StartSlices
+from proxy.watchdog import IdleSweep
 
 
 @dataclass
@@ -54,8 +55,11 @@ class ProxyState:
     miss_hint: str = "record it with --mode auto or fix the request"  # how a miss's message says to fix it
     sink: Sink | None = None  # None: records nothing
     starts: StartSlices = field(default_factory=StartSlices)  # request starts spread over loop iterations
+    idle_sweep: IdleSweep | None = None  # the idle timeout's one timer (proxy.watchdog); made from idle_timeout
 
     def __post_init__(self) -> None:
+        if self.idle_timeout and self.idle_sweep is None:
+            self.idle_sweep = IdleSweep(self.idle_timeout)
         self._origin = str(self.upstream.origin()) if self.upstream is not None else ""
         self._base_path = self.upstream.raw_path.rstrip("/") if self.upstream is not None else ""
 
