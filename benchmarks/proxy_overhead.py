@@ -380,6 +380,7 @@ class Others:
     on_proxy_core: list[float] = field(default_factory=list)  # cores' worth, per target-round
     elsewhere: list[float] = field(default_factory=list)
     loadavg: list[float] = field(default_factory=list)
+    load_generator: list[float] = field(default_factory=list)  # the clients' and the upstream's CPU, cores' worth
 
     def measure(self) -> tuple[dict[int, float], float, float]:
         return busy_per_cpu(), sum(_cpu_or_zero(pid) for pid in self.ours), time.monotonic()
@@ -392,8 +393,9 @@ class Others:
         wall = t - t0
         used = {c: busy[c] - busy0.get(c, busy[c]) for c in busy}
         total_ours = ours - ours0
+        target_cpu = _cpu_or_zero(target.proc.pid) - target.cpu0 if target.proc else 0.0
+        self.load_generator.append((total_ours - target_cpu) / wall)
         if self.proxy_cpus:
-            target_cpu = _cpu_or_zero(target.proc.pid) - target.cpu0 if target.proc else 0.0
             on = sum(used[c] for c in self.proxy_cpus if c in used) - target_cpu
             off = sum(v for c, v in used.items() if c not in self.proxy_cpus) - (total_ours - target_cpu)
             self.on_proxy_core.append(max(0.0, on) / wall)
@@ -501,10 +503,11 @@ def main() -> int:
         "so that a round's ITL tail is the proxy's, not the kernel's choice of which process to run",
     )
     parser.add_argument(
-        "--priority",
+        "--realtime",
         action="store_true",
-        help="run the benchmark's processes at nice -20 (needs root or CAP_SYS_NICE): on a machine with other load "
-        "they get the CPU when they need it and the other load waits, so the figures are less the other load's",
+        help="run the benchmark's processes (clients, upstream, proxies) in the lowest real-time class (SCHED_FIFO 1; "
+        "needs root or CAP_SYS_NICE): other load then waits while they run, instead of delaying their wake-ups by "
+        "milliseconds (nice -20 does not: the kernel still lets the running task finish its slice)",
     )
     parser.add_argument("--tokens", type=int, help=f"content tokens per stream in the load phase (default {TOKENS})")
     parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
@@ -535,11 +538,13 @@ def main() -> int:
     streams = args.streams or streams
     load_rounds = args.rounds or load_rounds
     tokens, itl_ms = (args.tokens or TOKENS, 25.0)
-    if args.priority:
+    if args.realtime:
         try:
-            os.setpriority(os.PRIO_PROCESS, 0, -20)  # inherited by every process and thread started from here
+            # Inherited by every process and thread started from here. The kernel's real-time throttling (95% of each
+            # second by default) leaves the rest of the machine some CPU even if one of them spun.
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
         except PermissionError:
-            print("proxy_overhead: --priority needs root or CAP_SYS_NICE (nice -20); run without it", file=sys.stderr)
+            print("proxy_overhead: --realtime needs root or CAP_SYS_NICE; run without it", file=sys.stderr)
             return 2
     proxy_cpus: set[int] = set()
     client_cpus: set[int] | None = None
@@ -716,7 +721,12 @@ def report(
         + f"{'on the clients cores' if others.proxy_cpus else 'on all cores'} {median(others.elsewhere):.2f} / "
         f"{max(others.elsewhere):.2f}; load average during them {min(others.loadavg):.1f}-{max(others.loadavg):.1f}"
         + (f"; pinned: proxies on core {sorted(others.proxy_cpus)}" if others.proxy_cpus else "")
-        + f"; nice {os.getpriority(os.PRIO_PROCESS, 0)}"
+        + ("; real-time (SCHED_FIFO)" if os.sched_getscheduler(0) == os.SCHED_FIFO else "")
+    )
+    print(
+        f"the benchmark's clients and upstream during the load rounds: {median(others.load_generator):.2f} cores "
+        f"(max {max(others.load_generator):.2f}): near 1 per core they have, the load generator, not the target, "
+        "sets the ITL tail"
     )
     print()
     print("goals (wall-clock ones hold only on a quiet machine; CPU per chunk is the load-proof one):")
