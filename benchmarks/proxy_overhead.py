@@ -7,8 +7,9 @@
     .venv/bin/python benchmarks/proxy_overhead.py --quiet-check   # the goals checked, exit 1 if one is missed
                                                              # (refuses on a loaded machine: exit 2)
     .venv/bin/python benchmarks/proxy_overhead.py --attribute     # and where each proxy's loop stalls come from
-    .venv/bin/python benchmarks/proxy_overhead.py --pin --rounds 20
-                                                             # proxies on one core, clients + upstream on the other
+    .venv/bin/python benchmarks/proxy_overhead.py --pin --realtime --rounds 30
+                                                             # proxies on one core, clients + upstream on the other,
+                                                             # all real-time: decides the goals on 2 cores
 
 Everything runs on loopback, each server in its own process: a paced mock upstream (OpenAI-style SSE chunks of
 ~230 bytes with real-word text), a bare aiohttp pass-through (the floor for an aiohttp proxy), `bench proxy
@@ -31,7 +32,8 @@ took during the load rounds, per core).
 
 `--pin` puts every proxy under test (bare, passthrough, record) on the first allowed core and the clients and the
 upstream on the others: on 2 cores, without it, 256 clients, the upstream and the proxy share both, and a round's ITL
-p99 is set by which process the kernel ran when, not by the proxy.
+p99 is set by which process the kernel ran when, not by the proxy. `--realtime` (root) runs them all in the lowest
+real-time class, so that other load on a shared machine waits while they run (docs/proxy.md, "What it costs").
 """
 
 from __future__ import annotations
