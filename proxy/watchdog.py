@@ -64,23 +64,25 @@ class Watch:
 class IdleSweep:
     """The silence limit of every exchange in flight on one proxy, with one timer (see the module's docstring)."""
 
-    __slots__ = ("handle", "idle_ns", "live")
+    __slots__ = ("handle", "idle_ns", "live", "loop")
 
     def __init__(self, idle_s: float) -> None:
         self.idle_ns = int(idle_s * 1e9)
         self.live: set[Watch] = set()
         self.handle: asyncio.TimerHandle | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # the timer's loop
 
     def watch(self, ex: Exchange, task: asyncio.Task[Any]) -> Watch:
         watch = Watch(self, ex, task)
         self.live.add(watch)
-        if self.handle is None:
+        if self.handle is None or self.loop is not asyncio.get_running_loop():  # none yet, or one on a closed loop
             self._arm(watch.last() + self.idle_ns)
         return watch
 
     def _arm(self, due_ns: int) -> None:
         delay = max(0, due_ns - monotonic_ns()) / 1e9
-        self.handle = asyncio.get_running_loop().call_later(delay, self.sweep)
+        self.loop = loop = asyncio.get_running_loop()
+        self.handle = loop.call_later(delay, self.sweep)
 
     def sweep(self) -> None:
         """Cancel the exchanges silent for the limit; set the timer for the next one that could be."""

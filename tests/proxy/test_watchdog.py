@@ -137,3 +137,18 @@ async def test_a_wait_on_the_proxys_own_writer_is_not_silence(
     swept(sweep)
     assert waiting.expired and waiting.task.cancelling()
     assert sweep.handle is None  # nothing left in flight
+
+
+def test_a_sweep_outliving_its_event_loop_sets_its_timer_on_the_next() -> None:
+    sweep = IdleSweep(60.0)
+    loops: list[asyncio.AbstractEventLoop | None] = []
+
+    async def join() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        sweep.watch(exchange(0), task).stop()
+        loops.append(sweep.loop)
+
+    asyncio.run(join())
+    asyncio.run(join())  # the first loop's timer is gone with its loop: a timer on this one, or no limit here
+    assert loops[0] is not None and loops[1] is not None and loops[0] is not loops[1]
