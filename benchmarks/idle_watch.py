@@ -16,26 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from proxy.recorder import Exchange
 from proxy.watchdog import IdleSweep
+from tests.support.records import live_exchange
 
 BURST = 256
-
-
-def _exchange() -> Exchange:
-    return Exchange(
-        t0=time.monotonic_ns(),
-        started_us=0,
-        mode="record",
-        method="POST",
-        path="/v1/chat/completions",
-        query="",
-        req_headers=[],
-        body=b"",
-        fp="",
-        tags={},
-        upstream_url=None,
-    )
 
 
 def _nothing() -> None:
@@ -50,7 +34,7 @@ async def _rounds(rounds: int) -> tuple[list[float], list[float]]:
     timers: list[float] = []
     shared: list[float] = []
     for _ in range(rounds):
-        exchanges = [_exchange() for _ in range(BURST)]
+        exchanges = [live_exchange(time.monotonic_ns(), body=b"") for _ in range(BURST)]
         t = time.perf_counter_ns()
         handles = [loop.call_later(300.0, _nothing) for _ in exchanges]
         for handle in handles:

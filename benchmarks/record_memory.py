@@ -118,20 +118,7 @@ async def ask(session: aiohttp.ClientSession, url: str, i: int) -> str:
 async def one(url: str, root: Path, n: int, want: str) -> tuple[float, float, float, bool]:
     """(idle MiB, peak MiB, seconds to stop, recording byte-identical) for n answers at once through one proxy."""
     with tempfile.TemporaryDirectory() as tmp:
-        proc, proxy = start_proxy(url, Path(tmp), root)
-        idle = peak_mib(proc.pid)
-        timeout = aiohttp.ClientTimeout(total=600)
-        async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
-            got = await asyncio.gather(*(ask(session, proxy, i) for i in range(n)))
-        assert got == [want] * n, "an answer came back changed"
-        await in_file(Path(tmp), "rec-*.cassette", n)
-        peak = peak_mib(proc.pid)
-        t = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=600)
-        stop = time.monotonic() - t
-        recorded = recorded_ok(next(Path(tmp).glob("*.cassette")), want, n)
-        return idle, peak, stop, recorded
+        return await _served(url, Path(tmp), root, n, want, "rec-*.cassette")
 
 
 async def replay(recorded: Path, root: Path, n: int, want: str) -> tuple[float, float, float, bool]:
@@ -140,20 +127,27 @@ async def replay(recorded: Path, root: Path, n: int, want: str) -> tuple[float, 
     with tempfile.TemporaryDirectory() as tmp:
         for path in recorded.glob("*.cassette"):
             shutil.copy(path, tmp)
-        proc, proxy = start_proxy(None, Path(tmp), root)
-        started = peak_mib(proc.pid)
-        timeout = aiohttp.ClientTimeout(total=600)
-        async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
-            got = await asyncio.gather(*(ask(session, proxy, i) for i in range(n)))
-        assert got == [want] * n, "an answer came back changed"
-        await in_file(Path(tmp), "replay-*.cassette", n)
-        peak = peak_mib(proc.pid)
-        t = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=600)
-        stop = time.monotonic() - t
-        logged = recorded_ok(next(Path(tmp).glob("replay-*.cassette")), want, n)
-        return started, peak, stop, logged
+        return await _served(None, Path(tmp), root, n, want, "replay-*.cassette")
+
+
+async def _served(
+    url: str | None, folder: Path, root: Path, n: int, want: str, written: str
+) -> tuple[float, float, float, bool]:
+    """n answers at once through a proxy on `folder` (recording from `url`, or replaying with None): its MiB once
+    started, its peak, seconds to stop, and whether the cassette it wrote (`written`) holds them byte for byte."""
+    proc, proxy = start_proxy(url, folder, root)
+    started = peak_mib(proc.pid)
+    timeout = aiohttp.ClientTimeout(total=600)
+    async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
+        got = await asyncio.gather(*(ask(session, proxy, i) for i in range(n)))
+    assert got == [want] * n, "an answer came back changed"
+    await in_file(folder, written, n)
+    peak = peak_mib(proc.pid)
+    t = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=600)
+    stop = time.monotonic() - t
+    return started, peak, stop, recorded_ok(next(folder.glob(written)), want, n)
 
 
 async def in_file(folder: Path, pattern: str, n: int) -> None:

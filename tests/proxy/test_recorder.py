@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.sse import SSEParser
-from proxy.recorder import MAX_WATCHED_EVENTS, Exchange, TokenWatch, carries_token, stream_finished
+from proxy.recorder import MAX_WATCHED_EVENTS, TokenWatch, carries_token, stream_finished
+from tests.support.records import live_exchange
 
 
 def sse(obj: object) -> bytes:
@@ -117,19 +118,7 @@ def test_stream_end_detection() -> None:
 
 
 def test_record_times_are_microsecond_deltas_from_t0() -> None:
-    ex = Exchange(
-        t0=1_000_000_000,
-        started_us=5,
-        mode="record",
-        method="POST",
-        path="/v1/x",
-        query="",
-        req_headers=[],
-        body=b"{}",
-        fp="fp1:0",
-        tags={},
-        upstream_url="http://u",
-    )
+    ex = live_exchange(1_000_000_000, started_us=5, path="/v1/x", fp="fp1:0", upstream_url="http://u")
     ex.streamed = True
     ex.chunks = [chunk({"content": "a"}), b"data: [DONE]\n\n"]
     ex.times = [1_002_000_000, 1_002_500_000]

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from proxy import watchdog
-from proxy.recorder import Exchange
 from proxy.watchdog import IdleSweep
+from tests.support.records import live_exchange
 
 SECOND = 1_000_000_000
 
@@ -28,22 +28,6 @@ async def tasks() -> AsyncIterator[list[asyncio.Task[None]]]:
     for task in made:
         task.cancel()
     await asyncio.gather(*made, return_exceptions=True)
-
-
-def exchange(t0: int) -> Exchange:
-    return Exchange(
-        t0=t0,
-        started_us=0,
-        mode="record",
-        method="POST",
-        path="/v1/chat/completions",
-        query="",
-        req_headers=[],
-        body=b"{}",
-        fp="",
-        tags={},
-        upstream_url=None,
-    )
 
 
 async def _waiting() -> None:
@@ -68,8 +52,8 @@ async def test_only_exchanges_silent_for_the_limit_are_cancelled_and_the_timer_f
     clock: list[int], tasks: list[asyncio.Task[None]]
 ) -> None:
     sweep = IdleSweep(2.0)
-    silent = sweep.watch(exchange(clock[0]), forwarding(tasks))
-    reading = sweep.watch(exchange(clock[0]), forwarding(tasks))
+    silent = sweep.watch(live_exchange(clock[0]), forwarding(tasks))
+    reading = sweep.watch(live_exchange(clock[0]), forwarding(tasks))
     armed = sweep.handle
     assert armed is not None  # one timer, set when the first exchange joined
     clock[0] += SECOND
@@ -90,11 +74,11 @@ async def test_a_start_adds_no_timer_and_a_stopped_exchange_is_never_cancelled(
     clock: list[int], tasks: list[asyncio.Task[None]]
 ) -> None:
     sweep = IdleSweep(1.0)
-    watches = [sweep.watch(exchange(clock[0]), forwarding(tasks)) for _ in range(50)]
+    watches = [sweep.watch(live_exchange(clock[0]), forwarding(tasks)) for _ in range(50)]
     armed = sweep.handle
     assert armed is not None
     for _ in range(10):
-        sweep.watch(exchange(clock[0]), forwarding(tasks)).stop()
+        sweep.watch(live_exchange(clock[0]), forwarding(tasks)).stop()
         assert sweep.handle is armed
     for w in watches:
         w.stop()
@@ -109,8 +93,8 @@ async def test_absorb_undoes_only_the_cancellation_the_limit_caused(
     clock: list[int], tasks: list[asyncio.Task[None]]
 ) -> None:
     sweep = IdleSweep(1.0)
-    mine = sweep.watch(exchange(clock[0]), forwarding(tasks))
-    other = sweep.watch(exchange(clock[0] + 2 * SECOND), forwarding(tasks))
+    mine = sweep.watch(live_exchange(clock[0]), forwarding(tasks))
+    other = sweep.watch(live_exchange(clock[0] + 2 * SECOND), forwarding(tasks))
     other.task.cancel()  # cancelled for another reason (its client left)
     clock[0] += SECOND
     swept(sweep)
@@ -124,7 +108,7 @@ async def test_a_wait_on_the_proxys_own_writer_is_not_silence(
     clock: list[int], tasks: list[asyncio.Task[None]]
 ) -> None:
     sweep = IdleSweep(1.0)
-    waiting = sweep.watch(exchange(clock[0]), forwarding(tasks))
+    waiting = sweep.watch(live_exchange(clock[0]), forwarding(tasks))
     waiting.pause()  # its record is being written: it reads nothing from the upstream meanwhile
     clock[0] += 5 * SECOND
     swept(sweep)
@@ -146,7 +130,7 @@ def test_a_sweep_outliving_its_event_loop_sets_its_timer_on_the_next() -> None:
     async def join() -> None:
         task = asyncio.current_task()
         assert task is not None
-        sweep.watch(exchange(0), task).stop()
+        sweep.watch(live_exchange(0), task).stop()
         loops.append(sweep.loop)
 
     asyncio.run(join())

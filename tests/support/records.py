@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from bench.cassette.records import Exchange
+from proxy import recorder
 
 
 def exchange(fields: Mapping[str, Any] | None = None, /, **more: Any) -> Exchange:
@@ -25,3 +26,21 @@ def as_map(record: Exchange) -> dict[str, Any]:
         if isinstance(value, msgspec.Struct):
             out[key] = msgspec.structs.asdict(value)
     return out
+
+
+def live_exchange(t0: int, **fields: Any) -> recorder.Exchange:
+    """The proxy's in-flight exchange of a POST to /v1/chat/completions started at `t0` (monotonic ns), with nothing
+    read yet; `fields` replace its defaults (`body`, `fp`, `upstream_url`, ...)."""
+    start: dict[str, Any] = {
+        "started_us": 0,
+        "mode": "record",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "query": "",
+        "req_headers": [],
+        "body": b"{}",
+        "fp": "",
+        "tags": {},
+        "upstream_url": None,
+    }
+    return recorder.Exchange(t0=t0, **(start | fields))
