@@ -22,7 +22,7 @@ from proxy.identity import identity_headers
 from proxy.recorder import Exchange
 from proxy.recordings import Recorded, sent_done
 from proxy.replay_body import BodyUnreadable, recorded_reads
-from proxy.spill import COMPRESSED_HOLD, hold_no_more, spill_limit, spill_safely
+from proxy.spill import body_limit, hold_no_more, spill_safely
 from proxy.state import ProxyState
 from proxy.watchdog import Watch
 
@@ -203,13 +203,13 @@ async def _pump(
     chunks = ex.chunks
     times = ex.times
     sink = state.sink
-    limit = spill_limit(ex, sink)
+    limit, compressed = body_limit(ex, sink)
     held = 0
     while True:
         try:
             if held >= limit:
                 assert sink is not None
-                if limit == COMPRESSED_HOLD:
+                if compressed:
                     if chunks is ex.chunks:
                         hold_no_more(ex, held)
                         # The rest is forwarded, not held (but the last reads, for `[DONE]`); its arrival times are
@@ -350,12 +350,12 @@ async def serve_recorded(
     # A large answer's body comes from its cassette part by part (proxy.replay_body), and the replay's own record
     # writes it in parts as a recording does: neither side holds it whole.
     sink = state.sink
-    limit = spill_limit(ex, sink)
+    limit, compressed = body_limit(ex, sink)
     held = 0
     try:
         async for chunk, delta in recorded_reads(hit, rec):
             offset_us += delta
-            if held >= limit and limit != COMPRESSED_HOLD:  # a compressed recording is served as it was held
+            if held >= limit and not compressed:  # a compressed recording is served as it was held
                 assert sink is not None
                 held = await spill_safely(ex, sink)
             if pace:

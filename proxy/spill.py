@@ -34,7 +34,7 @@ SPILL_BYTES = 4 << 20
 # Reads kept back at a spill: the body's end is looked at for its identity and for [DONE] from these.
 HOLD_BYTES = EDGE_BYTES
 NEVER = 1 << 62
-# A compressed body is held whole (below, `spill_limit`), up to this: past it the record could not be decoded or
+# A compressed body is held whole (below, `body_limit`), up to this: past it the record could not be decoded or
 # searched any further anyway (bench.decoding.MAX_DECODED; a body's wire bytes are at most a few bytes per 16 KiB more
 # than it decodes to), so the rest is forwarded and not recorded, and the record says so (`hold_no_more`).
 COMPRESSED_HOLD = MAX_DECODED + (1 << 20)
@@ -77,15 +77,15 @@ class Spill:
         self.failed = False  # the cassette failed: the body is dropped as it comes, the record is lost anyway
 
 
-def spill_limit(ex: Exchange, sink: Sink | None) -> int:
-    """Held bytes past which this exchange's body is written in parts (NEVER: held whole), or, for a compressed
-    body, past which it is no longer held (COMPRESSED_HOLD): it is searched for secrets decoded, as one stream, which
-    parts written one by one could not be (docs/proxy.md, "Large answers")."""
+def body_limit(ex: Exchange, sink: Sink | None) -> tuple[int, bool]:
+    """(held bytes, compressed): past the bytes this exchange's body is written in parts (NEVER: held whole), or, if
+    it is compressed, no longer held (COMPRESSED_HOLD): a compressed body is searched for secrets decoded, as one
+    stream, which parts written one by one could not be (docs/proxy.md, "Large answers")."""
     if sink is None:
-        return NEVER
+        return NEVER, False
     if any(k.lower() == "content-encoding" for k, _ in ex.resp_headers):
-        return COMPRESSED_HOLD
-    return sink.spill_bytes
+        return COMPRESSED_HOLD, True
+    return sink.spill_bytes, False
 
 
 def hold_no_more(ex: Exchange, held: int) -> None:
