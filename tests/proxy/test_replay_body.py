@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 from pathlib import Path
 
 import aiohttp
@@ -15,18 +14,9 @@ from aiohttp import web
 
 from bench.cassette import CassetteReader
 from proxy import start_proxy
-from tests.proxy.test_spill import kinds, serve
+from tests.proxy.test_spill import kinds, serve, sse_events
 
 SPILL = 64 << 10
-
-
-def events(n: int) -> list[bytes]:
-    out = []
-    for i in range(n):
-        chunk = {"id": "r1", "model": "big-model", "choices": [{"index": 0, "delta": {"content": f"word{i} " * 6}}]}
-        out.append(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-    last = {"id": "r1", "model": "big-model", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-    return [*out, b"data: " + json.dumps(last).encode() + b"\n\n", b"data: [DONE]\n\n"]
 
 
 def paced_app(body: list[bytes]) -> web.Application:
@@ -69,7 +59,7 @@ async def record(tmp_path: Path, body: list[bytes]) -> Path:
 
 
 async def test_a_large_answer_replays_from_its_parts_byte_for_byte_at_the_recorded_pace(tmp_path: Path) -> None:
-    body = events(12000)  # 1.3 MB: many parts, however the reads happen to be cut
+    body = sse_events(12000)  # 1.9 MB: many parts, however the reads happen to be cut
     path = await record(tmp_path, body)
     [recorded] = list(CassetteReader(path))
     player = await start_proxy(upstream=None, cassettes=tmp_path / "rec", mode="replay", pace="realtime")
@@ -102,7 +92,7 @@ async def test_a_large_answer_replays_from_its_parts_byte_for_byte_at_the_record
 
 
 async def test_a_part_damaged_after_the_replay_started_cuts_the_answer_and_says_why(tmp_path: Path) -> None:
-    body = events(12000)
+    body = sse_events(12000)
     path = await record(tmp_path, body)
     player = await start_proxy(upstream=None, cassettes=tmp_path / "rec", mode="replay", pace="instant")
     try:
