@@ -292,6 +292,72 @@ def median(values: list[float]) -> float:
     return pct(values, 50)
 
 
+def pooled_over(
+    target: list[list[float]], base: list[list[float]], p: float, resamples: int = 2000
+) -> tuple[float, float, float]:
+    """(target - base) of the ITL percentile over all the run's gaps (ms), as serving benchmarks pool every ITL of a
+    run, with a 95% interval from resampling whole rounds, paired (a round drawn counts for both targets).
+
+    A round's own p99 is set by whatever stalled in that round (a 256-stream round has ~10,000 gaps, so ~100 gaps past
+    its p99: one 20 ms stop of the machine that crosses every stream's gap moves it by 20 ms). Pooled over the run,
+    a rare stall is a few hundredths of a percent of the gaps and moves the p99 only as often as it happens."""
+    import numpy as np
+
+    res = 10e-6  # 10 us bins: far finer than the goals (0.1 and 0.3 ms)
+    top = max(max((max(r) for r in rounds if r), default=0.0) for rounds in (target, base))
+    bins = int(top / res) + 2
+
+    def counts(rounds: list[list[float]]) -> Any:
+        return np.stack([np.bincount((np.asarray(r) / res).astype(np.int64), minlength=bins) for r in rounds])
+
+    a, b = counts(target), counts(base)
+
+    def quantile(hist: Any) -> Any:  # per row of pooled histograms: the bin where the cumulative count reaches p
+        cum = np.cumsum(hist, axis=-1)
+        return np.argmax(cum >= cum[..., -1:] * (p / 100), axis=-1) * res * 1e3
+
+    point = float(quantile(a.sum(0)) - quantile(b.sum(0)))
+    rng = np.random.default_rng(1)
+    n = len(target)
+    weights = rng.multinomial(n, [1 / n] * n, size=resamples)  # how often each round is drawn in each resample
+    diffs = quantile(weights @ a) - quantile(weights @ b)
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    return point, float(lo), float(hi)
+
+
+RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
+_rt_runtime_before: str | None = None
+
+
+def lift_rt_throttling() -> str:
+    """Let real-time tasks run for all of each second during the run (restored after, `restore_rt_throttling`).
+
+    By default the kernel gives real-time tasks 950 ms of each second per core and stops them for the rest: with 256
+    clients and the upstream at 0.85-0.96 of their core, that cut fell in some rounds and not others, and stopped the
+    load generator for up to 50 ms (the kernel logs "sched: RT throttling activated" once): the rounds that differed
+    by 5-50 ms in every target (docs/proxy.md). The benchmark's processes block on sockets and end, so nothing spins."""
+    global _rt_runtime_before
+    try:
+        before = RT_RUNTIME.read_text().strip()
+    except OSError:
+        return "unknown (no /proc/sys/kernel/sched_rt_runtime_us): rounds may be cut by it"
+    if before == "-1":
+        return "off"
+    try:
+        RT_RUNTIME.write_text("-1")
+    except OSError:
+        return f"on ({before} us of each second), could not lift it: rounds may be cut by it"
+    _rt_runtime_before = before
+    return f"lifted for the run (was {before} us of each second)"
+
+
+def restore_rt_throttling() -> None:
+    global _rt_runtime_before
+    if _rt_runtime_before is not None:
+        RT_RUNTIME.write_text(_rt_runtime_before)
+        _rt_runtime_before = None
+
+
 def median_ci(values: list[float]) -> tuple[float, float]:
     """A distribution-free 95% confidence interval for the median: the order statistics k and n+1-k with
     P(Binomial(n, 1/2) < k) <= 2.5% (nan, nan under 6 values, too few for one)."""
@@ -542,12 +608,29 @@ def main() -> int:
     tokens, itl_ms = (args.tokens or TOKENS, 25.0)
     if args.realtime:
         try:
-            # Inherited by every process and thread started from here. The kernel's real-time throttling (95% of each
-            # second by default) leaves the rest of the machine some CPU even if one of them spun.
+            # Inherited by every process and thread started from here.
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
         except PermissionError:
             print("proxy_overhead: --realtime needs root or CAP_SYS_NICE; run without it", file=sys.stderr)
             return 2
+        throttle_note = lift_rt_throttling()
+        print(f"real-time throttling: {throttle_note}", file=sys.stderr)
+    try:
+        return run(args, ttft_rounds, per_round, load_rounds, streams, tokens, itl_ms)
+    finally:
+        if args.realtime:
+            restore_rt_throttling()
+
+
+def run(
+    args: argparse.Namespace,
+    ttft_rounds: int,
+    per_round: int,
+    load_rounds: int,
+    streams: int,
+    tokens: int,
+    itl_ms: float,
+) -> int:
     proxy_cpus: set[int] = set()
     client_cpus: set[int] | None = None
     if args.pin:
@@ -694,6 +777,9 @@ def report(
             f"quartiles {pct(diffs, 25):+.3f}..{pct(diffs, 75):+.3f}; per round: "
             + " ".join(f"{d:+.2f}" for d in diffs)
         )
+        for p in (50, 99):
+            value, lo, hi = pooled_over(t.itl_rounds, bare.itl_rounds, p)
+            print(f"  pooled over the run's gaps: ITL p{p} over bare {value:+.3f} ms, 95% CI {_ms(lo)}..{_ms(hi)}")
     # A target that stalls lets several events pile up in its sockets and forwards them as one read: fewer reads,
     # less CPU per chunk, but the client's ITLs read ~0 for them. Direct shows the client's own merging.
     reads = ", ".join(f"{t.name} {sum(t.reads) / len(t.reads):.1f}" for t in targets if t.reads)
@@ -740,12 +826,13 @@ def report(
             missed.append(name)
         return f"{text} {'ok' if ok else 'MISSED'}"
 
-    def decided(name: str, diffs: list[float], limit: float) -> str:
-        """A goal on a median of per-round differences: met or missed only when its 95% CI is on one side of the
-        limit (with under 6 rounds, too few for a CI, by the median alone); undecided counts as not met."""
-        value = median(diffs)
-        lo, hi = median_ci(diffs)
-        text = f"ITL p99 over bare {value:+.3f} ms (<= +{limit}; 95% CI {_ms(lo)}..{_ms(hi)})"
+    def decided(name: str, t: Target, limit: float) -> str:
+        """A goal on the pooled p99 over bare: met or missed only when its 95% interval is on one side of the limit
+        (with under 6 rounds, too few to resample, by the point value alone); undecided counts as not met."""
+        value, lo, hi = pooled_over(t.itl_rounds, bare.itl_rounds, 99)
+        if len(t.itl_rounds) < 6:
+            lo = hi = float("nan")
+        text = f"ITL p99 over bare {value:+.3f} ms (<= +{limit}; pooled, 95% CI {_ms(lo)}..{_ms(hi)})"
         if lo == lo and lo <= limit < hi:
             missed.append(f"{name} (undecided)")
             return f"{text} UNDECIDED"
@@ -754,7 +841,7 @@ def report(
     for t in targets[2:]:
         record = "record" in t.name
         limit = 0.3 if record else 0.1
-        checks = [decided(f"{t.name} ITL p99", over_bare_rounds(t, 99), limit)]
+        checks = [decided(f"{t.name} ITL p99", t, limit)]
         if record:
             r50, r99 = rec_minus_client(t, 50), rec_minus_client(t, 99)
             cpu, ttft = cpu_ratio(t), ttft_p50(t) - bare_p50

@@ -169,8 +169,10 @@ def install(out: str, writer: bool = True) -> None:
     run = asyncio.events.Handle._run
 
     def timed_run(self: asyncio.Handle) -> None:
+        t0 = time.monotonic_ns()
         category = _category(self)  # before it runs: a handler's first step is told by its coroutine's state
         t = time.monotonic_ns()
+        probe.parts["the probe itself"] += t - t0  # else its own cost would read as the loop's
         c = time.thread_time_ns()
         probe.gc_in_callback = probe.gc_cpu_in_callback = 0
         run(self)
@@ -191,6 +193,17 @@ def install(out: str, writer: bool = True) -> None:
         return select(self, timeout)
 
     selectors.EpollSelector.select = timed_select  # type: ignore[method-assign]
+
+    from asyncio import selector_events
+
+    process_events = getattr(selector_events.BaseSelectorEventLoop, "_process_events")  # noqa: B009 (private)
+
+    def timed_process_events(self: Any, event_list: Any) -> None:
+        t = time.monotonic_ns()
+        process_events(self, event_list)
+        probe.parts["loop: ready sockets queued"] += time.monotonic_ns() - t
+
+    setattr(selector_events.BaseSelectorEventLoop, "_process_events", timed_process_events)  # noqa: B010
     gc.callbacks.append(probe.gc_event)
     atexit.register(probe.dump)
     if writer:
