@@ -22,7 +22,7 @@ from typing import Protocol
 
 from bench.cassette import CassetteWriter
 from bench.cassette.writer import Packed, RecordUnwritten, WriterClosed
-from bench.fingerprint import canonical_body, fingerprint_of
+from bench.fingerprint import Undecided, canonical_body, canonical_text_fast, fingerprint_with, text_of
 from proxy.recorder import Exchange
 
 log = logging.getLogger("bench.proxy")
@@ -129,9 +129,14 @@ class Persister:
         yield
         yield from ex.identify_steps()
         if not ex.fp:
-            canon = canonical_body(ex.body)
-            yield
-            ex.fp = fingerprint_of(ex.method, ex.path, ex.query, ex.body, canon)
+            text: bytes | Undecided | None = canonical_text_fast(ex.body)
+            if isinstance(text, Undecided):  # where orjson could differ: json's path, in two steps of ~15 us
+                canon = canonical_body(ex.body)
+                yield
+                text = text_of(canon)
+            else:
+                yield
+            ex.fp = fingerprint_with(ex.method, ex.path, ex.query, ex.body, text)
             yield
         record = ex.to_record(end)
         yield

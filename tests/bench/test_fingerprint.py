@@ -10,8 +10,20 @@ import hashlib
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from bench.fingerprint import FINGERPRINT_VERSION, SECRET_QUERY_PARAMS, VOLATILE_FIELDS, fingerprint, fingerprint_of
+from bench.fingerprint import (
+    FINGERPRINT_VERSION,
+    SECRET_QUERY_PARAMS,
+    UNDECIDED,
+    VOLATILE_FIELDS,
+    Undecided,
+    canonical_text,
+    canonical_text_fast,
+    fingerprint,
+    fingerprint_of,
+)
 
 CHAT = "/v1/chat/completions"
 HI = b'{"model":"m","messages":[{"role":"user","content":"Hi"}]}'
@@ -119,3 +131,121 @@ def test_only_trailing_slashes_are_dropped_from_the_path() -> None:
     assert fingerprint("GET", "/v1/modelsX", "", b"") != fingerprint("GET", "/v1/models", "", b"")
     assert fingerprint("GET", "/v1/models//", "", b"") == fingerprint("GET", "/v1/models", "", b"")
     assert fingerprint("GET", "/", "", b"") == fingerprint("GET", "", "", b"")
+
+
+# -- the fast path: orjson's text where it is json's, json's path everywhere else --------------------------------
+
+
+def json_text(raw: bytes) -> bytes | None:
+    """The canonical text by the standard library alone, as rule version 1 was first written (None: raw bytes)."""
+    if not raw:
+        return b"{}"
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k not in VOLATILE_FIELDS}
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    except RecursionError:
+        return None
+
+
+def same_as_json(raw: bytes) -> None:
+    """`canonical_text` (and the fast path when it decides) gives json's bytes, or raises what json's path raises."""
+    try:
+        expected: bytes | type[BaseException] | None = json_text(raw)
+    except Exception as exc:  # a lone surrogate cannot be written as UTF-8: the rule has no text for it
+        expected = type(exc)
+    fast = canonical_text_fast(raw)
+    if not isinstance(fast, Undecided):
+        assert fast == expected, raw
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            canonical_text(raw)
+    else:
+        assert canonical_text(raw) == expected, raw
+        assert fingerprint("POST", CHAT, "", raw) == documented(
+            f"POST {CHAT}?\n", b"raw:" + raw if expected is None else expected
+        )
+
+
+NUMBER = r"-?(0|[1-9][0-9]{0,30})(\.[0-9]{1,30})?([eE][-+]?[0-9]{1,3})?"
+KEYS = st.sampled_from(["a", "b", "A", "é", "😀", "\x7f", "\u2028", "stream", "user", "model", "", "a\x00", "Z"])
+
+
+def json_string(text: str, how: int) -> str:
+    if how == 0:
+        return json.dumps(text)  # every non-ASCII character escaped, astral ones as surrogate pairs
+    if how == 1:
+        return json.dumps(text, ensure_ascii=False)
+    return '"' + "".join(f"\\u{ord(c):04X}" if ord(c) < 0x10000 else c for c in text) + '"'
+
+
+@st.composite
+def json_texts(draw: st.DrawFn, depth: int = 0) -> str:
+    """Arbitrary JSON text, written in ways a serialiser would not: number literals of any length and exponent (big
+    integers, floats past a double, subnormals), strings escaped or not, lone surrogates, duplicate keys, spacing."""
+    kinds = ["null", "true", "false", "number", "float", "string", "surrogate", "special"]
+    if depth < 4:
+        kinds += ["array", "object", "object"]
+    kind = draw(st.sampled_from(kinds))
+    space = draw(st.sampled_from(["", " ", "\n\t"]))
+    if kind in ("null", "true", "false"):
+        return kind
+    if kind == "number":
+        return draw(st.from_regex(NUMBER, fullmatch=True))
+    if kind == "float":
+        return repr(draw(st.floats(allow_nan=False, allow_infinity=False)))
+    if kind == "string":
+        return json_string(draw(st.text(max_size=12)), draw(st.integers(0, 2)))
+    if kind == "surrogate":
+        return f'"a\\u{draw(st.integers(0xD800, 0xDFFF)):04x}b"'
+    if kind == "special":
+        return draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1e-400", "1" * 400]))
+    if kind == "array":
+        items = draw(st.lists(json_texts(depth + 1), max_size=4))
+        return "[" + space + ("," + space).join(items) + "]"
+    pairs = draw(st.lists(st.tuples(KEYS, json_texts(depth + 1)), max_size=5))
+    return "{" + ",".join(f"{json_string(k, draw(st.integers(0, 2)))}:{space}{v}" for k, v in pairs) + "}"
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_texts())
+def test_the_fast_path_gives_json_s_canonical_text_for_any_json(text: str) -> None:
+    same_as_json(text.encode("utf-8", "surrogatepass"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.floats(), st.integers(), st.text()))
+def test_the_fast_path_gives_json_s_text_for_any_number_or_string(value: object) -> None:
+    same_as_json(json.dumps({"v": value, "stream": True}).encode())
+    same_as_json(json.dumps([value], ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40))
+def test_the_fast_path_agrees_on_bytes_that_are_not_json(raw: bytes) -> None:
+    same_as_json(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"123456789012345678901234567890", b"-9223372036854775809", b"18446744073709551616", b"1e400",
+        b"1" + b"0" * 400 + b".0", b"1e-5", b"0.00001234", b"1e16", b"1e15", b"9999999999999998.0", b"-0", b"-0.0",
+        b'{"a":1,"a":2}', b'"\\ud800"', b"\xef\xbb\xbf{}", b'{"a":[]}'.replace(b"[]", b"[" * 300 + b"]" * 300),
+        b"NaN", b'"\\u0000\\u001f\\b\\f\\n\\r\\t\\u007f\\u2028\\u0085"', b'{"\xf0\x9f\x98\x80":1,"\xef\xbf\xbf":2}',
+        b'\x00{"a":1}', b'"a\x00"', b'{"a":0.1,"b":1.5,"c":100.0,"temperature":0.7}',
+    ],
+)  # fmt: skip
+def test_the_fast_path_where_json_and_orjson_differ(raw: bytes) -> None:
+    same_as_json(raw)
+
+
+def test_the_fast_path_decides_a_usual_chat_request() -> None:
+    # Floats such as a temperature are written alike by both: a chat request never needs json's path.
+    raw = body(model="m", messages=[{"role": "user", "content": "Hi"}], temperature=0.7, top_p=0.95, max_tokens=64)
+    assert canonical_text_fast(raw) == json_text(raw)
+    assert canonical_text_fast(b"1e-05") is UNDECIDED
