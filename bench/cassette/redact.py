@@ -17,8 +17,10 @@ import base64
 import functools
 import json
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
@@ -356,15 +358,16 @@ def read_spans_steps(reads: Sequence[bytes], forms: Sequence[bytes]) -> Generato
     found: list[tuple[int, int]] = []
     carry = b""
     base = 0  # offset of the current window's first read in the whole body
+    # Where each read ends in the whole body: a window's last read is found by bisection, not by a Python loop over
+    # the reads (which cost more than searching them).
+    ends = list(accumulate(map(len, reads)))
     i = 0
     while i < len(reads):
-        group = [reads[i]]
-        size = len(reads[i])
-        i += 1
-        while i < len(reads) and size < JOIN_LIMIT:
-            size += len(reads[i])
-            group.append(reads[i])
-            i += 1
+        # The reads from i up to and including the first that brings the window to JOIN_LIMIT bytes (or the last).
+        j = min(bisect_left(ends, base + JOIN_LIMIT, i) + 1, len(reads))
+        size = ends[j - 1] - base
+        group = reads[i:j]
+        i = j
         if base:
             yield
         window = b"".join([carry, *group])
