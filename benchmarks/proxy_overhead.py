@@ -189,6 +189,8 @@ class Target:
     ttft_all: list[float] = field(default_factory=list)
     itl_rounds: list[list[float]] = field(default_factory=list)  # client ITL (s), one list per load round
     cpu_rounds: list[float] = field(default_factory=list)  # CPU us per chunk, one per load round
+    # Of it, the threads other than the event loop's (the cassette writer; to_thread workers), one per load round
+    thread_rounds: list[float] = field(default_factory=list)
     reads: list[int] = field(default_factory=list)  # reads per whole stream at the client, load phase
     ttft_cpu_s: float = 0.0  # proxy CPU during the one-at-a-time phase
     ttft_streams: int = 0
@@ -255,6 +257,21 @@ def bench_proxy(src: Path, upstream: str, mode: str, cassettes: Path, probe: Pat
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime, all threads
+
+
+def side_threads_cpu(pid: int) -> float:
+    """CPU seconds of a process's threads other than its main one (whose thread id is the pid): the event loop runs
+    on the main thread, the cassette writer and any `to_thread` worker on the others (exited threads not counted)."""
+    total = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        if task.name == str(pid):
+            continue
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # ended meanwhile
+        total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return total
 
 
 def busy_per_cpu() -> dict[int, float]:
@@ -492,14 +509,17 @@ async def load_phase(
             connector = aiohttp.TCPConnector(limit=0)
             async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as s:
                 cpu0 = target.cpu0 = cpu_seconds(target.proc.pid) if target.proc else 0.0
+                side0 = side_threads_cpu(target.proc.pid) if target.proc else 0.0
                 before = others.measure()
                 bodies = [request_body(LOAD_SEED + r * streams + i, tokens, 20, itl_ms) for i in range(streams)]
                 results = await asyncio.gather(*(one_stream(s, target.url, b) for b in bodies), return_exceptions=True)
                 cpu = cpu_seconds(target.proc.pid) - cpu0 if target.proc else 0.0
+                side = side_threads_cpu(target.proc.pid) - side0 if target.proc else 0.0
                 others.add(before, target)
             # Every stream went through the proxy, finished or not: its events count as forwarded.
             chunks = streams * (tokens + 4)  # upstream events: role, tokens, finish, usage, [DONE]
             target.cpu_rounds.append(cpu / chunks * 1e6)
+            target.thread_rounds.append(side / chunks * 1e6)
             gaps: list[float] = []
             for result in results:
                 if isinstance(result, BaseException) or not result[2].endswith(b"data: [DONE]\n\n"):
@@ -784,6 +804,8 @@ def report(
     # less CPU per chunk, but the client's ITLs read ~0 for them. Direct shows the client's own merging.
     reads = ", ".join(f"{t.name} {sum(t.reads) / len(t.reads):.1f}" for t in targets if t.reads)
     print(f"reads per stream at the client under load ({tokens + 4} events sent): {reads}")
+    side = ", ".join(f"{t.name} {median(t.thread_rounds):.2f}" for t in targets if t.thread_rounds)
+    print(f"of the CPU per chunk, us on threads other than the event loop's (cassette writer, ...): {side}")
     cpu_per_stream = [f"{t.name} {t.ttft_cpu_s / t.ttft_streams * 1e6:.0f} us" for t in targets if t.ttft_streams]
     print("proxy CPU per stream, one at a time (10 events each): " + ", ".join(cpu_per_stream))
     for t in targets:

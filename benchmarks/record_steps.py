@@ -119,7 +119,14 @@ def measure(count: int) -> dict[str, Any]:
                 if ended:
                     break
                 k += 1
-    return {"steps": steps, "reads": reads}
+    # What timing a step costs by itself (two reads of the thread's CPU clock, a system call on some VMs): every step
+    # above includes it, the proxy's steps do not.
+    empty = []
+    for _ in range(1000):
+        a = thread_time_ns()
+        b = thread_time_ns()
+        empty.append(b - a)
+    return {"steps": steps, "reads": reads, "clock": statistics.median(empty)}
 
 
 def main() -> int:
@@ -136,6 +143,7 @@ def main() -> int:
     steps: dict[str, list[list[int]]] = {name: [] for name, _ in trees}
     totals: dict[str, list[float]] = {name: [] for name, _ in trees}
     reads = 0
+    clock: list[float] = []
     for r in range(args.rounds):
         for name, src in trees if r % 2 == 0 else trees[::-1]:
             code = (
@@ -145,6 +153,7 @@ def main() -> int:
             out = subprocess.run([sys.executable, "-c", code], cwd=src, capture_output=True, text=True, check=True)
             got = json.loads(out.stdout)
             reads = got["reads"]
+            clock.append(got.get("clock", 0))
             for k, values in enumerate(got["steps"]):
                 if k == len(steps[name]):
                     steps[name].append([])
@@ -164,6 +173,12 @@ def main() -> int:
         print(f"  {label:<28}{cells}")
     print(f"  {'total per exchange':<28}" + "".join(f"{statistics.median(totals[n]):>12.1f}" for n in names))
     print(f"  {'total per read':<28}" + "".join(f"{statistics.median(totals[n]) / reads:>12.2f}" for n in names))
+    tick = statistics.median(clock) / 1000
+    count = len(steps[names[0]])
+    print(
+        f"each step's figure includes ~{tick:.1f} us of reading the thread's CPU clock ({count} steps per exchange "
+        f"here: ~{tick * count:.0f} us of the total is the measuring, not the proxy's work)"
+    )
     if args.baseline:
         ratios = [a / b for a, b in zip(totals["this tree"], totals["baseline"], strict=True)]
         print(f"this tree / baseline, per exchange: {statistics.median(ratios):.2f} (median of round ratios)")
