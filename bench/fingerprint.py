@@ -30,15 +30,15 @@ SECRET_QUERY_PARAMS = frozenset({"api-key", "api_key", "key", "access_token", "t
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 # The canonical text is json's (above); orjson reads and writes the same documents ~10x faster and gives the same bytes
-# except where the two libraries differ (docs/proxy.md, "What it costs"; tests/bench/test_fingerprint.py compares the
-# two over arbitrary JSON). orjson refuses what it reads differently (NaN, Infinity, a number too large for a double, a
-# lone surrogate, a byte order mark, nesting past 1024) and what it cannot write (nesting past 254; json's path reads
-# and writes that deep with the stack a handler has): json's path then decides. Where its text could differ, the text
-# shows it: integers past 64 bits become floats written with an exponent, and both write a float as its shortest
-# round-trip digits, but json switches to an exponent below 1e-4 and from 1e16 on, orjson at other bounds. A text with
-# a digit before an `e`, `.0000` or 17 digits in a row (or a string that happens to hold one) is redone by json's
-# path, which costs only the time saved. (A regular expression for this cost more than orjson's reading and writing
-# together: digits are mapped to 0 and E to e, and three plain searches do it.)
+# except where the two libraries differ (docs/proxy.md, "Measured facts the code relies on"; compared over arbitrary
+# JSON by tests/bench/test_fingerprint.py). orjson refuses what it reads differently (NaN, Infinity, a number too large
+# for a double, a lone surrogate, a byte order mark, nesting past 1024) and what it cannot write (nesting past 254;
+# json's path reads and writes that deep with the stack a handler has): json's path then decides. Where its text could
+# differ, the text shows it: integers past 64 bits become floats written with an exponent, and both write a float as
+# its shortest round-trip digits, but json switches to an exponent below 1e-4 and from 1e16 on, orjson at other
+# bounds. A text with a digit before an `e`, `.0000` or 17 digits in a row (or a string that happens to hold one) is
+# redone by json's path, which costs only the time saved. (A regular expression for this cost more than orjson's
+# reading and writing together: digits are mapped to 0 and E to e, and three plain searches do it.)
 _DIGITS_TO_0 = bytes.maketrans(b"123456789E", b"000000000e")
 
 
