@@ -5,7 +5,8 @@ Rule version 1 (documented in docs/cassette-format.md):
   sorted, a newline, then the canonical body.
   The canonical body of a JSON object is its JSON with sorted keys, compact separators and UTF-8 text, after
   dropping the top-level fields in VOLATILE_FIELDS (they change how an answer is delivered or billed, not what
-  the model is asked). Any other body is used as raw bytes.
+  the model is asked). Any other body is used as raw bytes (so is a JSON body whose canonical text has no UTF-8
+  form: a string holding a lone surrogate escape such as "\ud800").
 Changing anything here means bumping FINGERPRINT_VERSION: cassettes store the version they were written with.
 """
 
@@ -87,7 +88,9 @@ def text_of(canon: Any) -> bytes | None:
         return None
     try:
         return _CANONICAL.encode(canon).encode()
-    except RecursionError:
+    except (RecursionError, UnicodeEncodeError):
+        # Too deep to write back, or a string holding a lone surrogate (`"\ud800"`: valid JSON, but no UTF-8 text
+        # exists for it): hashed as the raw body, never an error that would lose the request's record.
         return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from pathlib import Path
 from time import monotonic_ns
@@ -79,3 +80,17 @@ async def test_durable_returns_once_the_record_is_in_the_file(tmp_path: Path) ->
     assert [r.id for r in CassetteReader(writer.path)] == [f"x{i}" for i in range(1, 41)]
     assert stats.exchanges == 40 and stats.lost == 0
     await writer.aclose()
+
+
+async def test_a_request_body_with_a_lone_surrogate_is_recorded(tmp_path: Path) -> None:
+    # Valid JSON with no UTF-8 text (half a surrogate pair): the record is written, its fingerprint the raw body's.
+    ex = finished(0)
+    ex.body = b'{"model":"m","stream":true,"messages":[{"role":"user","content":"\\ud800"}]}'
+    writer = CassetteWriter(tmp_path / "s.cassette")
+    stats = ProxyStats()
+    await Persister(writer, stats).durable(ex, monotonic_ns())
+    await writer.aclose()
+    (got,) = list(CassetteReader(writer.path))
+    head = b"POST /v1/chat/completions?\n"
+    assert got.request.fp == "fp1:" + hashlib.sha256(head + b"raw:" + ex.body).hexdigest()[:32]
+    assert got.request.body == ex.body and stats.exchanges == 1 and stats.lost == 0
