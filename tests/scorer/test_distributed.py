@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 
+from bench.cassette import read_cassette
+from bench.cassette.writer import CassetteWriter
 from bench.errors import BenchError
 from catalog.model import Catalog, load_catalog
 from scorer import distributed as dist
-from scorer.pipeline import Options, UnitOutput, plan_units, rescore
+from scorer.pipeline import SHARD_MIN_BYTES, Options, UnitOutput, plan_units, rescore
 from scorer.scores_io import write_scores
 
 pytest.importorskip("distributed")
@@ -39,13 +41,33 @@ def catalog() -> Catalog:
     return load_catalog(None)
 
 
+@pytest.fixture(scope="module")
+def epochs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The shipped real recording cut in two, one cassette per epoch (90 exchanges, 88 results each, every suite),
+    each with the recording's header: still large enough to be split into shards."""
+    header, records = read_cassette(SHIPPED)
+    folder = tmp_path_factory.mktemp("epochs")
+    paths = []
+    for epoch in ("0", "1"):
+        path = folder / f"epoch-{epoch}.cassette"
+        writer = CassetteWriter(path, settings=header.settings, run=header.run)
+        for record in records:
+            if record.tags.get("epoch") == epoch:
+                writer.put(record)
+        writer.close()
+        assert path.stat().st_size >= SHARD_MIN_BYTES
+        paths.append(path)
+    return paths
+
+
 @pytest.fixture
-def runs(tmp_path: Path) -> Path:
-    """Three cassettes (the shipped real recording under three names): more units than workers, and shards."""
+def runs(tmp_path: Path, epochs: list[Path]) -> Path:
+    """Three cassettes, the shipped recording's two epochs and the first again: more units than workers, shards, and
+    half the scoring of three copies of the whole recording."""
     folder = tmp_path / "runs"
     folder.mkdir()
-    for name in ("a", "b", "c"):
-        shutil.copy(SHIPPED, folder / f"{name}.cassette")
+    for name, epoch in (("a", 0), ("b", 1), ("c", 0)):
+        shutil.copy(epochs[epoch], folder / f"{name}.cassette")
     return folder
 
 
