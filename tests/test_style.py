@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.support import early
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -21,9 +25,10 @@ def test_ruff_lint_and_format() -> None:
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
 
 
-def test_mypy_strict() -> None:
-    result = run(str(BIN / "mypy"))
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_mypy_strict(request: pytest.FixtureRequest) -> None:
+    # Started when collection ended (tests/support/early.py), so it ran beside the tests before this one.
+    code, output = early.result(request.config, request.node.nodeid)
+    assert code == 0, output
 
 
 def test_scorer_never_imports_aiohttp() -> None:

@@ -72,6 +72,3 @@ def mini_catalog() -> Catalog:
 @pytest.fixture
 def mini() -> Catalog:
     return mini_catalog()
-
-
-from tests.support.s3 import s3, s3_server  # noqa: E402, F401 - fixtures (driver/test_record_storage.py)

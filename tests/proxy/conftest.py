@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from tests.support.s3 import s3, s3_server  # noqa: F401 - fixtures (tests/proxy/test_proxy_command_storage.py)
 from tests.support.upstream import Upstream, start_upstream
 
 SECRET = "sk-client-secret-0123456789"
