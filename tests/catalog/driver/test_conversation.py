@@ -121,9 +121,13 @@ class Server:
         self.script = script
         self.answers = answers
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+        # A status for the first attempt of every turn (a server that fails once per request it is new to).
+        self.first_attempt_status: int | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
         self.requests.append((dict(request.headers), await request.json()))
+        if self.first_attempt_status is not None and request.headers["X-Bench-Attempt"] == "1":
+            self.script.insert(0, (self.first_attempt_status, {}))
         if self.script:
             status, headers = self.script.pop(0)
             error = {"error": {"message": f"status {status}"}}
@@ -249,3 +253,46 @@ async def test_every_request_carries_the_runs_tags_and_the_key(served: tuple[Ser
     assert (result.ok, attempts) == (True, 1)
     sent = server.requests[0][0]
     assert {k: sent[k] for k in want} == {**want, "X-Bench-Attempt": "1"}
+
+
+async def test_a_test_that_allows_a_command_gets_it_run_and_others_refused(served: tuple[Server, str]) -> None:
+    # The catalog's allow-list reaches the workspace: the allowed program runs (its output comes back to the model),
+    # another is refused with the list the test gave.
+    server, url = served
+    run = {"name": "run_command", "arguments": json.dumps({"command": ["python3", "-c", "print(6 * 7)"]})}
+    other = {"name": "run_command", "arguments": json.dumps({"command": ["ls"]})}
+    server.answers = [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": run}]},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function", "function": other}]},
+    ]
+    workspace = Workspace(fixture="minilib", tools=("run_command",), allow_commands=("python3",))
+    test = replace(make_spec(limits=Limits(max_turns=3)), workspace=workspace)
+    async with aiohttp.ClientSession() as session:
+        result = await run_job(await sender_for(url, session), Job(test, "m", 0))
+    assert (result.ok, result.turns) == (True, 3)
+    last = server.requests[-1][1]["messages"]
+    assert last[2] == {"role": "tool", "tool_call_id": "c1", "content": "exit status 0\n42\n"}
+    assert last[4]["tool_call_id"] == "c2" and "command not allowed: 'ls' (allowed: python3)" in last[4]["content"]
+
+
+async def test_retries_of_every_turn_are_counted(served: tuple[Server, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A 503 before each of two turns' answers: four requests, two of them retries (one per turn), two turns.
+    server, url = served
+
+    async def no_sleep(delay: float) -> None:
+        pass
+
+    monkeypatch.setattr(conversation.asyncio, "sleep", no_sleep)
+    call = {"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}}
+    server.answers = [{"role": "assistant", "content": None, "tool_calls": [call]}]
+    server.first_attempt_status = 503
+    test = make_spec(limits=Limits(max_turns=2), tools=TOOLS)
+    async with aiohttp.ClientSession() as session:
+        result = await run_job(await sender_for(url, session, max_retries=3), Job(test, "m", 0))
+    assert (result.ok, result.requests, result.retries, result.turns) == (True, 4, 2, 2)
+    assert [(h["X-Bench-Turn"], h["X-Bench-Attempt"]) for h, _ in server.requests] == [
+        ("0", "1"),
+        ("0", "2"),
+        ("1", "1"),
+        ("1", "2"),
+    ]
