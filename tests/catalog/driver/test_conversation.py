@@ -3,6 +3,7 @@ and the tool loop's stopping rules."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from collections.abc import AsyncIterator
@@ -123,11 +124,15 @@ class Server:
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         # A status for the first attempt of every turn (a server that fails once per request it is new to).
         self.first_attempt_status: int | None = None
+        # Headers sent, then silence (a stream: one event first) until the client gives up.
+        self.stall: str | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
         self.requests.append((dict(request.headers), await request.json()))
         if self.first_attempt_status is not None and request.headers["X-Bench-Attempt"] == "1":
             self.script.insert(0, (self.first_attempt_status, {}))
+        if self.stall is not None:
+            return await self.silent(request, self.stall)
         if self.script:
             status, headers = self.script.pop(0)
             error = {"error": {"message": f"status {status}"}}
@@ -136,12 +141,33 @@ class Server:
         choice = {"index": 0, "message": message, "finish_reason": "stop"}
         return web.json_response({"model": "m", "choices": [choice], "usage": {"completion_tokens": 1}})
 
+    async def silent(self, request: web.Request, kind: str) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": kind})
+        await response.prepare(request)
+        if kind == "text/event-stream":
+            await response.write(b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n')
+        # Until the client hangs up (the handler is cancelled then); not asyncio.sleep, which tests replace.
+        await asyncio.Event().wait()
+        return response
+
+    async def handle_responses(self, request: web.Request) -> web.Response:
+        self.requests.append((dict(request.headers), await request.json()))
+        message = {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "done"}],
+        }
+        body = {"id": "resp_1", "object": "response", "status": "completed", "model": "m", "output": [message]}
+        return web.json_response({**body, "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}})
+
 
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[Server, str]]:
     server = Server([], [])
     app = web.Application()
     app.router.add_post("/v1/chat/completions", server.handle)
+    app.router.add_post("/v1/responses", server.handle_responses)
     runner, _site, url = await listen(app, "127.0.0.1", 0)
     yield server, url + "/v1"  # the API base: the driver adds chat/completions
     await runner.cleanup()
@@ -296,3 +322,101 @@ async def test_retries_of_every_turn_are_counted(served: tuple[Server, str], mon
         ("1", "1"),
         ("1", "2"),
     ]
+
+
+async def test_a_test_set_to_the_responses_api_is_sent_there_translated_and_read_as_such(
+    served: tuple[Server, str],
+) -> None:
+    # `test_api` sends one test to the Responses API (its messages as `input`) while the others stay on Chat
+    # Completions; the answer is read as a Responses body.
+    server, url = served
+    async with aiohttp.ClientSession() as session:
+        sender = await sender_for(url, session, api="chat", test_api={"s.t": "responses"})
+        result, attempts = await send_with_retries(
+            sender, Job(make_spec(), "m", 0), 0, [{"role": "user", "content": "hi"}]
+        )
+        other = replace(make_spec(), id="s.other")
+        chat, _ = await send_with_retries(sender, Job(other, "m", 0), 0, [{"role": "user", "content": "hi"}])
+    assert (result.ok, attempts) == (True, 1) and result.parsed is not None and result.parsed.content == "done"
+    assert chat.ok and chat.parsed is not None and chat.parsed.content == "done"
+    [(headers, body), (_, chat_body)] = server.requests
+    assert headers["X-Bench-Test"] == "s.t" and "messages" not in body
+    assert body["input"] == [{"role": "user", "content": "hi"}] and body["model"] == "m"
+    assert chat_body["messages"] == [{"role": "user", "content": "hi"}] and "input" not in chat_body
+
+
+async def test_a_models_own_timeout_ends_an_attempt_and_timeouts_are_retried_only_when_asked(
+    served: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server answers nothing; the model's entry in model_timeouts (not the 10 s request_timeout) ends each
+    # attempt. A timeout is final unless retry_timeouts says otherwise.
+    server, url = served
+
+    async def no_sleep(delay: float) -> None:
+        pass
+
+    monkeypatch.setattr(conversation.asyncio, "sleep", no_sleep)
+    server.stall = "application/json"
+    job = Job(make_spec(), "slow", 0)
+    async with aiohttp.ClientSession() as session:
+        for retry, want in ((False, 1), (True, 3)):
+            server.requests.clear()
+            sender = await sender_for(
+                url, session, max_retries=2, retry_timeouts=retry, request_timeout=10.0, model_timeouts={"slow": 0.2}
+            )
+            result, attempts = await send_with_retries(sender, job, 0, [{"role": "user", "content": "hi"}])
+            assert (result.kind, attempts, len(server.requests)) == ("timeout", want, want), retry
+            assert result.error == "no complete answer within 0.2 s (request_timeout)"
+
+
+async def test_a_stream_that_goes_silent_ends_at_the_idle_timeout(served: tuple[Server, str]) -> None:
+    # One event, then nothing: the idle limit ends the attempt long before the request's.
+    server, url = served
+    server.stall = "text/event-stream"
+    async with aiohttp.ClientSession() as session:
+        sender = await sender_for(url, session, max_retries=0, request_timeout=30.0, idle_timeout=0.2)
+        sender.cfg.stream = True
+        result, attempts = await send_with_retries(sender, Job(make_spec(), "m", 0), 0, [{"role": "user"}])
+    assert (result.kind, attempts) == ("timeout", 1)
+    assert result.error == "stream silent for 0.2 s (idle_timeout)"
+    assert server.requests[0][1]["stream"] is True
+
+
+async def test_a_request_that_asked_for_no_stream_has_no_idle_limit(served: tuple[Server, str]) -> None:
+    # idle_timeout is for streams the driver asked for; a server that streams anyway and goes silent is waited for
+    # until the request's own limit.
+    server, url = served
+    server.stall = "text/event-stream"
+    async with aiohttp.ClientSession() as session:
+        sender = await sender_for(url, session, max_retries=0, request_timeout=1.0, idle_timeout=0.1)
+        result, _ = await send_with_retries(sender, Job(make_spec(), "m", 0), 0, [{"role": "user"}])
+    assert "stream" not in server.requests[0][1]
+    assert (result.kind, result.error) == ("timeout", "no complete answer within 1 s (request_timeout)")
+
+
+async def test_backoff_jitter_comes_from_the_senders_random_source(
+    served: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Sender.rng is where the jitter comes from: two runs given the same seed wait alike, each wait within the
+    # documented range (half of base * 2^(n-1) fixed, half random, capped at backoff_max).
+    server, url = served
+    waits: list[float] = []
+
+    async def no_sleep(delay: float) -> None:
+        waits.append(delay)
+
+    monkeypatch.setattr(conversation.asyncio, "sleep", no_sleep)
+    runs = []
+    async with aiohttp.ClientSession() as session:
+        for _ in range(2):
+            waits.clear()
+            server.script = [(500, {})] * 5
+            sender = await sender_for(url, session, max_retries=5)  # base 1, cap 8, Random(0)
+            result, attempts = await send_with_retries(sender, Job(make_spec(), "m", 0), 0, [])
+            assert (result.ok, attempts) == (True, 6)
+            runs.append(list(waits))
+    assert runs[0] == runs[1]
+    for n, wait in enumerate(runs[0], start=1):
+        step = min(8.0, 2.0 ** (n - 1))
+        assert step / 2 <= wait <= step, (n, wait)
+    assert len(set(runs[0])) == 5
