@@ -76,6 +76,14 @@ def test_a_stream_ending_inside_an_event_is_reported_cut() -> None:
         assert parse_all(stream) == (["a"], False), tail
 
 
+def test_a_stream_cut_after_a_line_whose_value_holds_a_colon_is_reported_cut() -> None:
+    # JSON payloads are full of colons: a field's name ends at the first one, so `data: {"a":2}` is still data.
+    for tail in (b'data: {"a":2}\n', b"event: response.output_text.delta\nevent: a:b\n", b"data: x:y\nid: 1\n"):
+        stream = [b'data: {"a":1}\n\n', tail]
+        assert events_with_times(stream, [1, 2]) == ([(1, '{"a":1}')], True), tail
+        assert parse_all(stream) == (['{"a":1}'], True), tail
+
+
 def test_retry_takes_ascii_digits_only() -> None:
     events = SSEParser().feed("retry: \u00b2\ndata: a\n\nretry: 12\ndata: b\n\n".encode())
     assert [(e.data, e.retry) for e in events] == [("a", None), ("b", 12)]

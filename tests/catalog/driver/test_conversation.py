@@ -4,6 +4,7 @@ and the tool loop's stopping rules."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 from collections.abc import AsyncIterator
@@ -146,8 +147,10 @@ class Server:
         await response.prepare(request)
         if kind == "text/event-stream":
             await response.write(b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n')
-        # Until the client hangs up (the handler is cancelled then); not asyncio.sleep, which tests replace.
-        await asyncio.Event().wait()
+        # Until the client hangs up (the handler is cancelled then), or 15 s for a client that never would; not
+        # asyncio.sleep, which tests replace.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.Event().wait(), 15)
         return response
 
     async def handle_responses(self, request: web.Request) -> web.Response:
