@@ -19,6 +19,7 @@ from bench.parse import ParsedExchange, ToolCall
 from bench.serving import listen
 from catalog import fixture_dir
 from catalog.driver import conversation
+from catalog.driver.client import AttemptResult
 from catalog.driver.config import RecordConfig
 from catalog.driver.conversation import (
     NO_RUNNER,
@@ -423,3 +424,26 @@ async def test_backoff_jitter_comes_from_the_senders_random_source(
         step = min(8.0, 2.0 ** (n - 1))
         assert step / 2 <= wait <= step, (n, wait)
     assert len(set(runs[0])) == 5
+
+
+async def test_on_attempt_sees_every_attempts_result_in_order(
+    served: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, url = served
+
+    async def no_sleep(delay: float) -> None:
+        pass
+
+    monkeypatch.setattr(conversation.asyncio, "sleep", no_sleep)
+    server.script = [(503, {}), (429, {})]
+    seen: list[AttemptResult] = []
+    async with aiohttp.ClientSession() as session:
+        sender = await sender_for(url, session, max_retries=3)
+        sender.on_attempt = seen.append
+        result, attempts = await send_with_retries(sender, Job(make_spec(), "m", 0), 0, [])
+    assert attempts == 3 and [(r.kind, r.status) for r in seen] == [
+        ("http_error", 503),
+        ("http_error", 429),
+        ("ok", 200),
+    ]
+    assert seen[-1] is result
