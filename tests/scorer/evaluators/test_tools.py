@@ -4,6 +4,7 @@ import pytest
 
 from bench.errors import BenchError
 from scorer.evaluators.values import match_value, normalize_path
+from scorer.registry import ArgError
 from tests.scorer.helpers import call, ctx, score
 
 PARIS = call("get_weather", {"city": "Paris", "unit": "c", "days": 3, "flag": True})
@@ -129,3 +130,141 @@ def test_a_missing_argument_is_never_counted_as_present() -> None:
 def test_numbers_are_equal_only_up_to_float_noise(got: float, want: float, equal: bool) -> None:
     assert match_value(True, got, want)[0] is equal
     assert match_value(True, {"x": [got]}, {"x": [want]})[0] is equal
+
+
+@pytest.mark.parametrize(
+    ("got", "want", "equal"),
+    [
+        (True, True, True),
+        (False, True, False),
+        (0, False, False),  # a number is never a boolean, either way round
+        (False, 0, False),
+        (None, None, True),
+        ("", None, False),
+        (None, "", False),
+        ([1, 2], [1, 2, 3], False),
+        ([1, 2, 3], [1, 2], False),
+        ((1, "A"), [1, "a"], True),
+        ("[1]", [1], False),
+        ({"a": 1}, {"a": 1, "b": 2}, False),
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}, True),
+        ({"a": 2}, {"a": 1}, False),
+        ([{"a": 1}], {"a": 1}, False),
+        (" Paris ", "paris", True),
+        (1, "1", False),
+    ],
+)
+def test_literals_compare_by_type(got: object, want: object, equal: bool) -> None:
+    assert match_value(True, got, want)[0] is equal
+
+
+def test_exact_compares_strings_as_they_are_inside_lists_and_objects_too() -> None:
+    assert match_value(True, ["Paris"], {"exact": ["Paris"]})[0] is True
+    assert match_value(True, ["Paris"], {"exact": ["paris"]})[0] is False
+    assert match_value(True, {"c": " Paris"}, {"exact": {"c": "Paris"}})[0] is False
+    assert match_value(True, {"c": [" Paris"]}, {"c": ["paris"]})[0] is True
+
+
+def test_matchers_on_values_of_the_wrong_type_do_not_match() -> None:
+    assert match_value(True, 12, {"contains": "1"})[0] is False
+    assert match_value(True, 12, {"regex": "1"})[0] is False
+    assert match_value(True, ["a.py"], {"path": "a.py"})[0] is False
+    assert match_value(True, "PARIS", {"contains": "aRi"})[0] is True  # contains ignores case
+    assert match_value(True, "Paris", {"regex": "^par"})[0] is False  # a regex does not
+    assert match_value(True, "say paris", {"regex": "par"})[0] is True  # search, not match
+    assert match_value(True, "C", {"one_of": ["c", "f"]})[0] is True
+    assert match_value(True, None, {"one_of": [None]})[0] is True
+
+
+def test_a_one_key_object_whose_key_is_no_matcher_is_a_literal() -> None:
+    assert match_value(True, {"city": "Paris"}, {"city": "paris"})[0] is True
+    assert match_value(False, None, {"city": "paris"}) == (False, "missing")
+
+
+def test_why_an_argument_did_not_match() -> None:
+    assert match_value(True, "Rome", "Paris") == (False, "'Rome' != 'Paris'")
+    assert match_value(True, "Rome", {"exact": "Paris"}) == (False, "'Rome' != 'Paris'")
+    assert match_value(True, "Rome", {"one_of": ["Paris", "Lyon"]}) == (False, "'Rome' not one of ['Paris', 'Lyon']")
+    assert match_value(False, None, {"one_of": ["Paris"]}) == (False, "missing")
+    assert match_value(True, "Rome", {"contains": "par"}) == (False, "'Rome' does not contain 'par'")
+    assert match_value(True, "Rome", {"regex": "^P"}) == (False, "'Rome' does not match /^P/")
+    assert match_value(True, "b.py", {"path": "a.py"}) == (False, "'b.py' is not the path 'a.py'")
+    assert match_value(True, "x", {"any": True}) == (True, "")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"one_of": "c"}, "one_of must be a list"),
+        ({"contains": 1}, "contains must be a string"),
+        ({"regex": 1}, "regex must be a string"),
+        ({"regex": "("}, "regex '\\(' is invalid"),
+        ({"path": 1}, "path must be a string"),
+    ],
+)
+def test_a_malformed_matcher_is_the_catalogs_mistake(spec: object, message: str) -> None:
+    with pytest.raises(ArgError, match=message):
+        match_value(True, "x", spec)
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        ("/abs/x.py", "abs/x.py"),
+        ("//x.py", "x.py"),
+        ("./././x.py", "x.py"),
+        ("  a/b.py  ", "a/b.py"),
+        ("a/./b/../c.py", "a/c.py"),
+        (".", ""),
+        ("", ""),
+        ("/", ""),
+        ("a\\b.py", "a/b.py"),
+    ],
+)
+def test_normalize_path_spellings(raw: str, want: str) -> None:
+    assert normalize_path(raw) == want
+
+
+def test_tool_evaluators_say_what_was_called() -> None:
+    c = ctx(calls=[[call("a", {}), call("b", {})], [call("a", {})]])
+    assert score("tool_called", c, name="a").detail == "called a"
+    assert score("tool_called", c, name="z").detail == "z not called (called a, b, a)"
+    assert score("tool_called", ctx("hello")).detail == "no tool not called"
+    assert score("tool_called", ctx("hello"), name="z").detail == "z not called"
+    assert score("no_tool_call", c).detail == "called a, b, a"
+    assert score("no_tool_call", ctx("hello")).detail == "no tool call"
+    assert score("first_tool", c, name="a").detail == "first call a"
+    assert score("first_tool", c, name="b").detail == "first call a, expected b"
+    assert (score("first_tool", ctx("hello"), name="a").score, score("first_tool", ctx("hello"), name="a").detail) == (
+        0.0,
+        "no tool call",
+    )
+    assert score("tool_args", c, name="a", args={"x": {"one_of": [None]}}).detail == "arguments match"
+    assert score("tool_args", c, name="z", args={"x": 1}).detail == "z not called"
+    assert score("tool_sequence", c, names=["a", "b"]).detail == "in order"
+    assert score("tool_sequence", c, names=["b", "b"]).detail == "stopped before b (called a, b, a)"
+    assert score("tool_sequence", ctx("hello"), names=["a"]).detail == "stopped before a (called nothing)"
+    assert score("parallel_calls", c, names=["b", "a"]).detail == "turn 0 called a, b"
+    assert score("parallel_calls", c, names=["b", "b"]).detail == "not in one turn: a, b | a"
+    assert score("parallel_calls", ctx("hello"), names=["a"]).detail == "not in one turn: no calls"
+    assert score("call_count", c, name="a", min=2).detail == "2 call(s) of a in [2, ]"
+    assert score("call_count", c, max=2).detail == "3 call(s) of any tool outside [, 2]"
+    assert score("forbidden_tools", c, names=["b", "a", "z"]).detail == "called forbidden a, b"
+    assert score("forbidden_tools", c, names=["z"]).detail == "no forbidden tool"
+
+
+def test_call_count_bounds_are_inclusive() -> None:
+    c = ctx(calls=[[call("a", {}), call("a", {})], [call("b", {})]])
+    assert score("call_count", c, name="a", min=2, max=2).score == 1.0
+    assert score("call_count", c, min=3).score == 1.0 and score("call_count", c, min=4).score == 0.0
+    assert score("call_count", c, max=3).score == 1.0 and score("call_count", c, max=2).score == 0.0
+    assert score("call_count", c, name="z", max=0).score == 1.0
+
+
+def test_tool_args_takes_the_best_call_and_counts_only_that_ones_matchers() -> None:
+    c = ctx(calls=[[call("f", {"a": 1, "b": 9, "c": 9})], [call("f", {"a": 1, "b": 2, "c": 9})], [call("f", {"a": 9})]])
+    s = score("tool_args", c, name="f", args={"a": 1, "b": 2, "c": 3})
+    assert (s.score, s.detail) == (pytest.approx(2 / 3), "c: 9 != 3")
+    first_best = ctx(calls=[[call("f", {"a": 1})], [call("f", {"a": 1, "b": 5})]])
+    s = score("tool_args", first_best, name="f", args={"a": 1, "b": 2})
+    assert (s.score, s.detail) == (0.5, "b: missing")  # two calls tie: the first one's problems are shown
