@@ -101,3 +101,83 @@ def test_json_schema_draft_follows_the_schema() -> None:
     assert score("json_schema", ctx("[1]"), schema=schema).score == 0.0
     assert score("json_schema", ctx('["a", 1]'), schema=schema).score == 1.0
     assert score("json_schema", ctx("no json"), schema={"type": "object"}).score == 0.0
+
+
+def test_a_fenced_block_that_is_not_json_falls_back_to_the_text() -> None:
+    assert extract_json('```\nnot json\n```\nbut {"a": 1} and {"b": 2}') == (True, {"b": 2})
+    assert extract_json("```json\n[1, 2]```") == (True, [1, 2])  # no newline before the closing fence
+    assert extract_json("``` \n{}\n```") == (True, {})
+    assert extract_json('[1] then {"broken": } then [2, {"c": 3}] end') == (True, [2, {"c": 3}])
+    assert extract_json("  [3]  ") == (True, [3])  # the whole text
+    assert extract_json("{ [ {") == (False, None)
+
+
+@pytest.mark.parametrize(
+    ("path", "found", "value"),
+    [
+        ("", True, {"a": [10, 20, 30], "b": {"c": None}}),
+        (".", True, {"a": [10, 20, 30], "b": {"c": None}}),
+        ("a.0", True, 10),
+        ("a.2", True, 30),
+        ("a.3", False, None),
+        ("a.-1", True, 30),
+        ("a.-3", True, 10),
+        ("a.-4", False, None),
+        ("a.x", False, None),
+        ("b.c", True, None),  # present, and null
+        ("b.d", False, None),
+        ("a.0.x", False, None),
+        ("b.0", False, None),
+    ],
+)
+def test_json_field_paths(path: str, found: bool, value: Any) -> None:
+    text = json.dumps({"a": [10, 20, 30], "b": {"c": None}})
+    got = score("json_field_equals", ctx(text), path=path, value=value)
+    if found:
+        assert (got.score, got.detail) == (1.0, f"{path} = {value!r}")
+    else:
+        assert (got.score, got.detail) == (0.0, f"{path}: missing")
+
+
+def test_json_field_equals_says_what_it_found() -> None:
+    text = '{"n": 3, "s": "Hi"}'
+    assert score("json_field_equals", ctx(text), path="n", value=4).detail == "n: 3 != 4"
+    assert score("json_field_equals", ctx(text), path="s", value="hi").detail == "s = 'Hi'"
+    assert score("json_field_equals", ctx("none"), path="n", value=4).detail == "no JSON value in the answer"
+
+
+def test_json_schema_names_where_the_answer_fails() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "l": {"type": "array", "items": {"type": "string"}}},
+    }
+    assert score("json_schema", ctx('{"n": 3}'), schema=schema).detail == "matches the schema"
+    assert score("json_schema", ctx('{"n": "3"}'), schema=schema).detail == "n: '3' is not of type 'integer'"
+    assert score("json_schema", ctx('{"l": ["a", 2]}'), schema=schema).detail == "l/1: 2 is not of type 'string'"
+    assert score("json_schema", ctx("[1]"), schema=schema).detail == "(root): [1] is not of type 'object'"
+    missing = score("json_schema", ctx("no json here"), schema=schema)
+    assert (missing.score, missing.detail) == (0.0, "no JSON value in the answer")
+
+
+def test_json_string_set_reads_strings_and_numbers_and_names_misses_and_extras() -> None:
+    text = '{"tags": [" Red", "GREEN", 3, null, {"x": 1}], "one": "red"}'
+    got = score("json_string_set", ctx(text), path="tags", values=["red", "blue", "3"])
+    assert got.score == 2 / 4 and got.detail == "missing ['blue'], extra ['green']"
+    same = score("json_string_set", ctx(text), path="tags", values=["green", "RED ", "3"])
+    assert (same.score, same.detail) == (1.0, "same set")
+    assert score("json_string_set", ctx(text), path="one", values=["red"]).detail == "one: not a list"
+    assert score("json_string_set", ctx(text), path="nope", values=["red"]).detail == "nope: not a list"
+    assert score("json_string_set", ctx("no json"), path="tags", values=["red"]).detail == "no JSON value in the answer"
+
+
+def test_valid_json_says_so() -> None:
+    assert score("valid_json", ctx("[1]")).detail == "valid JSON"
+    assert score("valid_json", ctx("nope")).detail == "no JSON value in the answer"
+
+
+def test_a_schema_nested_too_deeply_to_check_is_the_catalogs_mistake() -> None:
+    schema: dict[str, object] = {}
+    for _ in range(3000):
+        schema = {"items": schema}
+    with pytest.raises(BenchError, match="schema is nested too deeply to check; flatten it"):
+        score("json_schema", ctx("[]"), schema=schema)
