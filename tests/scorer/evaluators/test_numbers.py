@@ -77,3 +77,45 @@ def test_numeric_default_tolerance_is_tiny_and_absolute() -> None:
         score("numeric", ctx("1"), value=1, tolerance=-1)
     with pytest.raises(BenchError, match="value must be a number"):
         score("numeric", ctx("1"), value="1")
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("\\boxed{x} then \\boxed{} and 5", 5.0),  # boxes without numbers are passed over
+        ("\\boxed{3} and later \\boxed{4, 5}", 5.0),  # the last box, its last number
+        ("\\boxed{2} \\boxed{no}", 2.0),
+        ("#### none\nthe answer is 8", 8.0),  # a `####` line without a number is passed over
+        ("#### 3 and 4\n", 3.0),  # its first number
+        ("#### 1\nmore\n#### 2", 2.0),  # the last such line
+        ("the answer is 4, then 5; result: 6 or 7", 6.0),  # the first number after the last marker
+        ("total is 12 items", 12.0),
+        ("x = y, and 9", 9.0),
+        ("answer: none. 3 and 4", 3.0),
+        ("-5", -5.0),
+        ("+5", 5.0),
+        ("1/0", math.inf),
+        ("−3/4", -0.75),
+        ("1,000 and 2,50", 50.0),
+        ("2e-3", 0.002),
+        ("1.5E+2", 150.0),
+        ("−.25", -0.25),
+        ("3.14.15", 3.14),
+        ("v2", None),
+        ("a.5", None),
+    ],
+)
+def test_which_number_answers(text: str, want: float | None) -> None:
+    assert extract_number(text) == want
+
+
+def test_the_tolerance_is_inclusive_and_relative_scales_with_the_value() -> None:
+    assert score("numeric", ctx("10.5"), value=10, tolerance=0.5).score == 1.0
+    assert score("numeric", ctx("9.5"), value=10, tolerance=0.5).score == 1.0
+    assert score("numeric", ctx("10.5"), value=10, tolerance=0.25).score == 0.0
+    assert score("numeric", ctx("-11"), value=-10, tolerance=0.1, relative=True).score == 1.0  # |value| scales it
+    assert score("numeric", ctx("-12"), value=-10, tolerance=0.1, relative=True).score == 0.0
+    assert score("numeric", ctx("0"), value=0, tolerance=0.0).score == 1.0
+    assert score("numeric", ctx("3"), value=3, tolerance=0).detail == "3 ≈ 3"
+    assert score("numeric", ctx("2.5"), value=3).detail == "2.5 != 3"
+    assert score("numeric", ctx("none"), value=3).detail == "no number in the answer"
