@@ -219,6 +219,7 @@ def test_a_malformed_matcher_is_the_catalogs_mistake(spec: object, message: str)
         ("", ""),
         ("/", ""),
         ("a\\b.py", "a/b.py"),
+        ("/Xdir/X.py", "Xdir/X.py"),
     ],
 )
 def test_normalize_path_spellings(raw: str, want: str) -> None:
