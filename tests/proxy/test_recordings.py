@@ -140,3 +140,22 @@ def test_a_miss_lists_up_to_eight_differences_in_full() -> None:
     assert message.endswith(f"which differs in: {', '.join(eight)}; HINT") and "more" not in message
     nine = describe_miss("POST", "/v1/x", "fp1:q", (item, [*eight, "body.f8"]), hint="HINT")
     assert nine.endswith(f"which differs in: {', '.join(eight)} and 1 more; HINT")
+
+
+def test_another_method_and_another_path_weigh_the_same() -> None:
+    # Neither outranks the other: of one recording on another route and one with another method (the same body),
+    # the earlier recorded is named, whichever it is.
+    body = {"model": "m"}
+    for first, second in (("path", "method"), ("method", "path")):
+        items = [
+            recorded(
+                i,
+                f"fp1:{i}",
+                body,
+                method="GET" if kind == "method" else "POST",
+                path="/v1/x" if kind == "path" else "/v1/chat/completions",
+            )
+            for i, kind in ((1, first), (2, second))
+        ]
+        found = ReplayIndex(items).nearest("POST", "/v1/chat/completions", "", json.dumps(body).encode())
+        assert found is not None and found[0].id == "x1" and found[1] == [first], first
