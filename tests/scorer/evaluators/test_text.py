@@ -67,6 +67,8 @@ def test_regex() -> None:
         ("The capital is Paris.", True),
         ("It is not Paris.", False),
         ("It isn't Paris, it is Lyon.", False),
+        ("It isn’t Paris.", False),  # a typographic apostrophe negates as the plain one does
+        ("We don’t think Paris.", False),
         ("Not Lyon. Paris is right.", True),
         ("Never Paris, but Paris on Sundays.", True),
         ("Parisian food", False),
