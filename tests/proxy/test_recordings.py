@@ -159,3 +159,21 @@ def test_another_method_and_another_path_weigh_the_same() -> None:
         ]
         found = ReplayIndex(items).nearest("POST", "/v1/chat/completions", "", json.dumps(body).encode())
         assert found is not None and found[0].id == "x1" and found[1] == [first], first
+
+
+def test_bodies_of_other_kinds_or_not_json_are_named_as_the_body() -> None:
+    def raw(body: bytes) -> Recorded:
+        request = {"method": "POST", "path": "/v1/x", "body": body, "fp": "fp1:a"}
+        return Recorded("c.cassette", exchange(id="x1", started=1, request=request, response={"status": 200}))
+
+    for recorded_body, asked in ((b"[1]", b'{"a": 1}'), (b'"ab"', b"[1]"), (b"abc", b"abd"), (b'{"a": 1}', b"abc")):
+        found = ReplayIndex([raw(recorded_body)]).nearest("POST", "/v1/x", "", asked)
+        assert found is not None and found[1] == ["body"], (recorded_body, asked)
+    same = ReplayIndex([raw(b"abc")]).nearest("POST", "/v1/x", "", b"abc")
+    assert same is not None and same[1] == []
+
+
+def test_only_slashes_are_trimmed_from_the_end_of_a_path() -> None:
+    index = ReplayIndex([recorded(1, "fp1:a", path="/v1/boX")])
+    found = index.nearest("POST", "/v1/bo", "", json.dumps({"model": "m", "n": 1}).encode())
+    assert found is not None and found[1] == ["path"]
