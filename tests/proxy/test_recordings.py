@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from proxy.matching import MatchOptions
 from proxy.recordings import Recorded, ReplayIndex, describe_miss, sent_done
 from tests.support.records import exchange
 
@@ -177,3 +178,10 @@ def test_only_slashes_are_trimmed_from_the_end_of_a_path() -> None:
     index = ReplayIndex([recorded(1, "fp1:a", path="/v1/boX")])
     found = index.nearest("POST", "/v1/bo", "", json.dumps({"model": "m", "n": 1}).encode())
     assert found is not None and found[1] == ["path"]
+
+
+def test_an_index_of_a_folder_not_yet_there_keeps_its_match_options(tmp_path: Path) -> None:
+    relaxed = MatchOptions(ignore=("user",))
+    index = ReplayIndex.load(tmp_path / "not-yet", relaxed)
+    assert len(index) == 0 and index.match is relaxed
+    assert ReplayIndex.load(tmp_path / "not-yet").match.strict

@@ -273,6 +273,10 @@ async def test_a_bad_or_damaged_file_among_good_ones_is_skipped_with_a_warning(
     assert any("foreign.cassette" in w and "not a bench cassette" in w for w in warnings)
     assert any("damaged.cassette" in w and "replaying what was read" in w for w in warnings)
     assert all("\n" not in w for w in warnings)
+    # One line each, in the proxy's words: what was wrong, and what replay does about it.
+    assert all(w.startswith("bench proxy: warning: ") for w in warnings)
+    assert [w.endswith("; not replayed") for w in warnings].count(True) == 2
+    assert [w.endswith("; replaying what was read") for w in warnings].count(True) == 1
 
 
 def test_pace_below_one_slows_down_and_odd_spellings() -> None:
