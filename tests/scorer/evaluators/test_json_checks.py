@@ -110,6 +110,13 @@ def test_a_fenced_block_that_is_not_json_falls_back_to_the_text() -> None:
     assert extract_json('[1] then {"broken": } then [2, {"c": 3}] end') == (True, [2, {"c": 3}])
     assert extract_json("  [3]  ") == (True, [3])  # the whole text
     assert extract_json("{ [ {") == (False, None)
+    assert extract_json('{"a": 1} is the answer') == (True, {"a": 1})  # at the very start, prose after
+
+
+def test_an_answer_deeper_than_the_limit_but_parseable_scores_zero_with_the_reason() -> None:
+    deep = "[" * 150 + "]" * 150  # json reads it; 150 levels are past the 100 allowed
+    got = score("valid_json", ctx(deep))
+    assert got.score == 0.0 and "nested more than 100 levels deep" in got.detail
 
 
 @pytest.mark.parametrize(
@@ -124,6 +131,7 @@ def test_a_fenced_block_that_is_not_json_falls_back_to_the_text() -> None:
         ("a.-3", True, 10),
         ("a.-4", False, None),
         ("a.x", False, None),
+        ("a.X0", False, None),
         ("b.c", True, None),  # present, and null
         ("b.d", False, None),
         ("a.0.x", False, None),
