@@ -185,3 +185,22 @@ def test_an_index_of_a_folder_not_yet_there_keeps_its_match_options(tmp_path: Pa
     index = ReplayIndex.load(tmp_path / "not-yet", relaxed)
     assert len(index) == 0 and index.match is relaxed
     assert ReplayIndex.load(tmp_path / "not-yet").match.strict
+
+
+def test_relaxed_matching_keys_a_live_request_as_the_recordings_were_keyed() -> None:
+    # Ignoring `user`: another user (and so another fingerprint) still takes the recording; another method, path,
+    # query or body field does not.
+    body = {"model": "m", "user": "ann"}
+    index = ReplayIndex([recorded(1, "fp1:a", body, query="q=1")], MatchOptions(ignore=("user",)))
+    asked = json.dumps({"model": "m", "user": "bob"}).encode()
+    key = index.key_for("POST", "/v1/chat/completions", "q=1", asked, "fp1:other")
+    assert key != "fp1:other"
+    others = [
+        index.key_for("GET", "/v1/chat/completions", "q=1", asked, "fp1:other"),
+        index.key_for("POST", "/v1/completions", "q=1", asked, "fp1:other"),
+        index.key_for("POST", "/v1/chat/completions", "q=2", asked, "fp1:other"),
+        index.key_for("POST", "/v1/chat/completions", "q=1", b'{"model": "n"}', "fp1:other"),
+    ]
+    assert all(index.take(k, wrap=True) is None for k in others)
+    taken = index.take(key, wrap=False)
+    assert taken is not None and taken.id == "x1"
