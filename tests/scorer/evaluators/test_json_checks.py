@@ -111,6 +111,8 @@ def test_a_fenced_block_that_is_not_json_falls_back_to_the_text() -> None:
     assert extract_json("  [3]  ") == (True, [3])  # the whole text
     assert extract_json("{ [ {") == (False, None)
     assert extract_json('{"a": 1} is the answer') == (True, {"a": 1})  # at the very start, prose after
+    assert extract_json('a stray {{"a": 1} here') == (True, {"a": 1})  # a failed start is passed by one character
+    assert extract_json("so {[1] it is") == (True, [1])
 
 
 def test_an_answer_deeper_than_the_limit_but_parseable_scores_zero_with_the_reason() -> None:
