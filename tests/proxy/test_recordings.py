@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bench.cassette.records import Exchange
 from proxy.matching import MatchOptions
 from proxy.recordings import Recorded, ReplayIndex, describe_miss, sent_done
+from tests.scorer.helpers import write_cassette
 from tests.support.records import exchange
 
 
@@ -204,3 +206,17 @@ def test_relaxed_matching_keys_a_live_request_as_the_recordings_were_keyed() -> 
     assert all(index.take(k, wrap=True) is None for k in others)
     taken = index.take(key, wrap=False)
     assert taken is not None and taken.id == "x1"
+
+
+def test_loading_passes_over_records_that_cannot_be_replayed_and_keeps_the_rest(tmp_path: Path) -> None:
+    # A file whose first records are not replayable (no status; written by a replay session) still gives the rest.
+    def rec(i: int, **fields: object) -> Exchange:
+        request = {"path": "/v1/chat/completions", "body": b'{"n": %d}' % i, "fp": f"fp1:{i}"}
+        return exchange({"id": f"x{i}", "started": i, "request": request, "response": {"status": 200}, **fields})
+
+    records = [rec(1, response={"status": None}), rec(2, mode="replay"), rec(3), rec(4, response={}), rec(5)]
+    write_cassette(tmp_path / "a.cassette", records)
+    index = ReplayIndex.load(tmp_path)
+    assert [r.id for r in index.all] == ["x3", "x5"] and index.files == 1
+    taken = index.take("fp1:5", wrap=False)
+    assert taken is not None and taken.record.request.body == b'{"n": 5}'
