@@ -220,3 +220,5 @@ def test_loading_passes_over_records_that_cannot_be_replayed_and_keeps_the_rest(
     assert [r.id for r in index.all] == ["x3", "x5"] and index.files == 1
     taken = index.take("fp1:5", wrap=False)
     assert taken is not None and taken.record.request.body == b'{"n": 5}'
+    relaxed = MatchOptions(ignore=("user",))
+    assert ReplayIndex.load(tmp_path, relaxed).match is relaxed
