@@ -48,10 +48,23 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:
     return value
 
 
+class _JsonValuesLoader(yaml.SafeLoader):
+    """safe_load's rules without YAML 1.1's timestamps: an unquoted `2024-01-05` stays the text it is. Every value a
+    catalog, a rules file or a config compares with comes from JSON (a model's answer, a request), which has no date
+    type, so a date read as `datetime.date` could never equal anything (and jsonschema does not know its type)."""
+
+
+_JsonValuesLoader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def load_yaml(text: str) -> Any:
-    """yaml.safe_load with a depth limit: TooDeep instead of RecursionError (yaml.YAMLError as usual)."""
+    """yaml.safe_load, dates kept as text, with a depth limit: TooDeep instead of RecursionError (yaml.YAMLError as
+    usual)."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_JsonValuesLoader)
     except RecursionError:
         raise TooDeep() from None
     return check_depth(data)

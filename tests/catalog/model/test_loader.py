@@ -257,3 +257,11 @@ def test_builtin_catalog_copied_elsewhere_keeps_its_hash(tmp_path: Path) -> None
 def test_unknown_fixture_is_a_bench_error() -> None:
     with pytest.raises(BenchError, match="unknown fixture 'nope'"):
         fixture_dir("nope")
+
+
+def test_an_unquoted_date_is_the_text_a_json_answer_holds(tmp_path: Path) -> None:
+    # YAML 1.1 would read `2024-01-05` as a date, which no JSON value (a model's tool arguments) can ever equal.
+    catalog = load_catalog(write_suite(tmp_path, GOOD.replace("city: Oslo", "city: 2024-01-05")))
+    weather = catalog.tests["demo.weather"]
+    assert weather.checks[0].args["args"] == {"city": "2024-01-05"}
+    assert weather.reference.turns[0][0].arguments == {"city": "2024-01-05"}

@@ -275,7 +275,8 @@ def test_tool_args_takes_the_best_call_and_counts_only_that_ones_matchers() -> N
 
 
 def test_other_literals_compare_with_equality() -> None:
-    # YAML reads an unquoted date as a date: it equals the same date, and never the text a JSON answer could hold.
+    # A literal of a type JSON does not have (a date, from Python; the catalog's YAML keeps dates as text) equals
+    # only an equal value, never the text a JSON answer could hold.
     day = datetime.date(2024, 1, 5)
     assert match_value(True, datetime.date(2024, 1, 5), day)[0] is True
     assert match_value(True, datetime.date(2024, 1, 6), day)[0] is False
