@@ -154,12 +154,17 @@ def iter_units(
     futures = [client.submit(fn, unit, *shared, retries=1, pure=False) for unit in units]
     index = {f.key: i for i, f in enumerate(futures)}
     failed: list[str] = []
-    for future in distributed.as_completed(futures):
+    running = distributed.as_completed(futures)
+    for future in running:
         i = index[future.key]
         if future.status == "finished":
             output = future.result()
             future.release()
             yield i, output
+        elif future.status not in ("error", "cancelled"):
+            # It finished, then the worker holding its result died before it was fetched: the scheduler computes it
+            # again (its status back to pending), so it is waited for again, not counted as failed.
+            running.add(future)
         else:
             exc = future.exception()
             failed.append(f"{unit_name(units[i])}: {type(exc).__name__}: {_one_line(exc)}")
