@@ -19,6 +19,7 @@ from bench.fingerprint import (
     UNDECIDED,
     VOLATILE_FIELDS,
     Undecided,
+    canonical_body,
     canonical_text,
     canonical_text_fast,
     fingerprint,
@@ -255,3 +256,13 @@ def test_the_fast_path_decides_a_usual_chat_request() -> None:
     raw = body(model="m", messages=[{"role": "user", "content": "Hi"}], temperature=0.7, top_p=0.95, max_tokens=64)
     assert canonical_text_fast(raw) == json_text(raw)
     assert canonical_text_fast(b"1e-05") is UNDECIDED
+
+
+@pytest.mark.parametrize("query", ["", "b=2&a=1&api_key=s"])
+@pytest.mark.parametrize("raw", [HI, CAFE, body(model="m", stream=True, messages=[]), b"{bad", b""])
+def test_the_recording_path_gives_the_replay_path_s_digest(query: str, raw: bytes) -> None:
+    # Recording fingerprints in two steps (parse, then hash: fingerprint_of); replay in one. They must agree, or a
+    # recorded exchange would never be found again.
+    digest = fingerprint("POST", CHAT, query, raw)
+    assert fingerprint_of("POST", CHAT, query, raw, canonical_body(raw)) == digest
+    assert digest != fingerprint("POST", CHAT, query + "&c=3", raw)
