@@ -182,16 +182,23 @@ async def sender_for(url: str, session: aiohttp.ClientSession, **cfg: Any) -> Se
     return Sender(session, url, "run-1", config, auth="sk-x", rng=random.Random(0))
 
 
-async def test_retries_wait_as_the_server_asks_and_stop_at_max_retries(
-    served: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    server, url = served
+@pytest.fixture
+def backoff_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The driver's backoff sleeps, recorded instead of slept."""
     waits: list[float] = []
 
     async def no_sleep(delay: float) -> None:
         waits.append(delay)
 
     monkeypatch.setattr(conversation.asyncio, "sleep", no_sleep)
+    return waits
+
+
+async def test_retries_wait_as_the_server_asks_and_stop_at_max_retries(
+    served: tuple[Server, str], backoff_waits: list[float]
+) -> None:
+    server, url = served
+    waits = backoff_waits
     server.script = [(429, {"retry-after-ms": "20000"}), (503, {}), (400, {})]
     async with aiohttp.ClientSession() as session:
         sender = await sender_for(url, session, max_retries=5)
@@ -305,14 +312,9 @@ async def test_a_test_that_allows_a_command_gets_it_run_and_others_refused(serve
     assert last[4]["tool_call_id"] == "c2" and "command not allowed: 'ls' (allowed: python3)" in last[4]["content"]
 
 
-async def test_retries_of_every_turn_are_counted(served: tuple[Server, str], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_retries_of_every_turn_are_counted(served: tuple[Server, str], backoff_waits: list[float]) -> None:
     # A 503 before each of two turns' answers: four requests, two of them retries (one per turn), two turns.
     server, url = served
-
-    async def no_sleep(delay: float) -> None:
-        pass
-
-    monkeypatch.setattr(conversation.asyncio, "sleep", no_sleep)
     call = {"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}}
     server.answers = [{"role": "assistant", "content": None, "tool_calls": [call]}]
     server.first_attempt_status = 503
@@ -350,16 +352,11 @@ async def test_a_test_set_to_the_responses_api_is_sent_there_translated_and_read
 
 
 async def test_a_models_own_timeout_ends_an_attempt_and_timeouts_are_retried_only_when_asked(
-    served: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+    served: tuple[Server, str], backoff_waits: list[float]
 ) -> None:
     # The server answers nothing; the model's entry in model_timeouts (not the 10 s request_timeout) ends each
     # attempt. A timeout is final unless retry_timeouts says otherwise.
     server, url = served
-
-    async def no_sleep(delay: float) -> None:
-        pass
-
-    monkeypatch.setattr(conversation.asyncio, "sleep", no_sleep)
     server.stall = "application/json"
     job = Job(make_spec(), "slow", 0)
     async with aiohttp.ClientSession() as session:
@@ -399,17 +396,12 @@ async def test_a_request_that_asked_for_no_stream_has_no_idle_limit(served: tupl
 
 
 async def test_backoff_jitter_comes_from_the_senders_random_source(
-    served: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+    served: tuple[Server, str], backoff_waits: list[float]
 ) -> None:
     # Sender.rng is where the jitter comes from: two runs given the same seed wait alike, each wait within the
     # documented range (half of base * 2^(n-1) fixed, half random, capped at backoff_max).
     server, url = served
-    waits: list[float] = []
-
-    async def no_sleep(delay: float) -> None:
-        waits.append(delay)
-
-    monkeypatch.setattr(conversation.asyncio, "sleep", no_sleep)
+    waits = backoff_waits
     runs = []
     async with aiohttp.ClientSession() as session:
         for _ in range(2):
@@ -427,14 +419,9 @@ async def test_backoff_jitter_comes_from_the_senders_random_source(
 
 
 async def test_on_attempt_sees_every_attempts_result_in_order(
-    served: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+    served: tuple[Server, str], backoff_waits: list[float]
 ) -> None:
     server, url = served
-
-    async def no_sleep(delay: float) -> None:
-        pass
-
-    monkeypatch.setattr(conversation.asyncio, "sleep", no_sleep)
     server.script = [(503, {}), (429, {})]
     seen: list[AttemptResult] = []
     async with aiohttp.ClientSession() as session:
