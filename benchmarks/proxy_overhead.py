@@ -16,10 +16,12 @@ Everything runs on loopback, each server in its own process: a paced mock upstre
 --mode passthrough` and `bench proxy --mode record` (and the same two from --baseline's tree). The client (this
 process) measures, in interleaved rounds with the targets in random order each round:
   - TTFT at one stream at a time: request sent -> first read holding a content token; median of round medians;
+    over bare, the median over rounds of (target - bare) in the same round;
   - ITL with 256 concurrent paced streams: gaps between consecutive token reads; p50/p99 added over direct is the
     median over rounds of (target - direct) in the same round, so a noisy round moves it less;
   - proxy CPU per forwarded chunk in that phase, from /proc/PID/stat (all threads, the cassette writer included),
-    as a ratio to the bare pass-through's in the same round, median over rounds;
+    as a ratio to the bare pass-through's in the same round, median over rounds. The goals on these two are decided
+    on that median's distribution-free 95% interval: one that straddles its limit is UNDECIDED, as for ITL p99;
   - for recording targets, the ITLs the cassette recorded against the ones the client measured on the same streams
     (same definition: gaps between reads holding a token), and the proxy's own loop stall per exchange
     (`timing.loop_lag_us`: the longest stretch its event loop ran without polling its sockets);
@@ -745,8 +747,16 @@ def report(
         """(this target's ITL percentile - bare's) in each round, ms: the rounds' common noise cancels."""
         return [(pct(a, p) - pct(b, p)) * 1e3 for a, b in zip(t.itl_rounds, bare.itl_rounds, strict=True)]
 
+    def cpu_ratios(t: Target) -> list[float]:
+        """(this target's CPU per chunk / bare's) in each load round."""
+        return [a / b for a, b in zip(t.cpu_rounds, bare.cpu_rounds, strict=True) if b]
+
     def cpu_ratio(t: Target) -> float:
-        return median([a / b for a, b in zip(t.cpu_rounds, bare.cpu_rounds, strict=True) if b])
+        return median(cpu_ratios(t))
+
+    def ttft_over_bare(t: Target) -> list[float]:
+        """(this target's TTFT p50 - bare's) in each TTFT round, ms: paired, so the rounds' common drift cancels."""
+        return [(median(a) - median(b)) * 1e3 for a, b in zip(t.ttft_rounds, bare.ttft_rounds, strict=True)]
 
     def rec_minus_client(t: Target, p: float) -> float:
         """Median over rounds of (recorded ITL percentile - the client's, same streams), ms."""
@@ -756,7 +766,7 @@ def report(
         diffs = [(pct(rec.itl_rounds.get(i, []), p) - pct(c, p)) * 1e3 for i, c in enumerate(t.itl_rounds)]
         return median([d for d in diffs if d == d])
 
-    base_p50, bare_p50 = ttft_p50(direct), ttft_p50(bare)
+    base_p50 = ttft_p50(direct)
     print()
     print(f"{streams} concurrent paced streams x {rounds} interleaved rounds; ms; + columns: median over rounds of")
     print("(target - direct) in the same round; rec-client: recorded ITL percentile minus the client's, same streams")
@@ -777,8 +787,9 @@ def report(
             cpu_text = f"{cpu:>7.1f}us {cpu_ratio(t):>6.2f}"
         rec = t.recorded
         lag = [v / 1e3 for v in rec.loop_lag_us] if rec else []
+        ttft_bare = median(ttft_over_bare(t))
         print(
-            f"{t.name:<28} {p50:>8.3f} {p50 - base_p50:>+7.3f} {p50 - bare_p50:>+7.3f} | {i50:>+8.3f} {i99:>+7.3f} "
+            f"{t.name:<28} {p50:>8.3f} {p50 - base_p50:>+7.3f} {ttft_bare:>+7.3f} | {i50:>+8.3f} {i99:>+7.3f} "
             f"{_ms(over_bare if t is not direct else float('nan')):>8} | {cpu_text} | "
             f"{_ms(rec_minus_client(t, 50)):>14} {_ms(rec_minus_client(t, 99)):>7} | "
             f"{_ms(pct(lag, 50), False):>12} {_ms(pct(lag, 99), False):>6} | {t.failures} fails"
@@ -800,6 +811,13 @@ def report(
         for p in (50, 99):
             value, lo, hi = pooled_over(t.itl_rounds, bare.itl_rounds, p)
             print(f"  pooled over the run's gaps: ITL p{p} over bare {value:+.3f} ms, 95% CI {_ms(lo)}..{_ms(hi)}")
+        ratios = cpu_ratios(t)
+        if ratios:
+            lo, hi = median_ci(ratios)
+            print(
+                f"CPU per chunk over bare, {t.name}: median {median(ratios):.3f}x, 95% CI of the median "
+                f"{lo:.3f}..{hi:.3f}; per round: " + " ".join(f"{r:.2f}" for r in ratios)
+            )
     # A target that stalls lets several events pile up in its sockets and forwards them as one read: fewer reads,
     # less CPU per chunk, but the client's ITLs read ~0 for them. Direct shows the client's own merging.
     reads = ", ".join(f"{t.name} {sum(t.reads) / len(t.reads):.1f}" for t in targets if t.reads)
@@ -848,30 +866,40 @@ def report(
             missed.append(name)
         return f"{text} {'ok' if ok else 'MISSED'}"
 
-    def decided(name: str, t: Target, limit: float) -> str:
-        """A goal on the pooled p99 over bare: met or missed only when its 95% interval is on one side of the limit
-        (with under 6 rounds, too few to resample, by the point value alone); undecided counts as not met."""
-        value, lo, hi = pooled_over(t.itl_rounds, bare.itl_rounds, 99)
-        if len(t.itl_rounds) < 6:
-            lo = hi = float("nan")
-        text = f"ITL p99 over bare {value:+.3f} ms (<= +{limit}; pooled, 95% CI {_ms(lo)}..{_ms(hi)})"
+    def decided(name: str, value: float, lo: float, hi: float, limit: float, text: str) -> str:
+        """A goal met or missed only when its 95% interval is on one side of the limit (with too few rounds for an
+        interval, by the point value alone); undecided counts as not met."""
         if lo == lo and lo <= limit < hi:
             missed.append(f"{name} (undecided)")
             return f"{text} UNDECIDED"
         return goal(name, value, limit, text)
 
+    def itl_goal(name: str, t: Target, limit: float) -> str:
+        value, lo, hi = pooled_over(t.itl_rounds, bare.itl_rounds, 99)
+        if len(t.itl_rounds) < 6:
+            lo = hi = float("nan")
+        text = f"ITL p99 over bare {value:+.3f} ms (<= +{limit}; pooled, 95% CI {_ms(lo)}..{_ms(hi)})"
+        return decided(name, value, lo, hi, limit, text)
+
+    def median_goal(name: str, values: list[float], limit: float, what: str, unit: str) -> str:
+        """A goal on the median of per-round paired values, with the median's distribution-free 95% interval."""
+        value, (lo, hi) = median(values), median_ci(values)
+        fmt = (lambda v: f"{v:.2f}x") if unit == "x" else (lambda v: f"{v:+.3f} ms")
+        bound = f"{limit:.2f}x" if unit == "x" else f"+{limit} ms"
+        ci = f"95% CI {fmt(lo)}..{fmt(hi)}" if lo == lo else "too few rounds for an interval"
+        return decided(name, value, lo, hi, limit, f"{what} {fmt(value)} (<= {bound}; median of rounds, {ci})")
+
     for t in targets[2:]:
         record = "record" in t.name
         limit = 0.3 if record else 0.1
-        checks = [decided(f"{t.name} ITL p99", t, limit)]
+        checks = [itl_goal(f"{t.name} ITL p99", t, limit)]
         if record:
             r50, r99 = rec_minus_client(t, 50), rec_minus_client(t, 99)
-            cpu, ttft = cpu_ratio(t), ttft_p50(t) - bare_p50
             checks += [
                 goal(f"{t.name} recorded ITL p50", abs(r50), 0.1, f"rec-client ITL p50 {_ms(r50)} (|x| <= 0.1)"),
                 goal(f"{t.name} recorded ITL p99", abs(r99), 0.5, f"p99 {_ms(r99)} (|x| <= 0.5)"),
-                goal(f"{t.name} CPU/chunk", cpu, 1.10, f"CPU/chunk {cpu:.2f}x bare (<= 1.10)"),
-                goal(f"{t.name} TTFT", ttft, 0.05, f"TTFT over bare {ttft:+.3f} ms (<= +0.05)"),
+                median_goal(f"{t.name} CPU/chunk", cpu_ratios(t), 1.10, "CPU/chunk over bare", "x"),
+                median_goal(f"{t.name} TTFT", ttft_over_bare(t), 0.05, "TTFT over bare", "ms"),
             ]
         print(f"  {t.name:<28} " + "; ".join(checks))
     return missed
