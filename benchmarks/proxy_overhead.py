@@ -756,7 +756,8 @@ def report(
 
     def ttft_over_bare(t: Target) -> list[float]:
         """(this target's TTFT p50 - bare's) in each TTFT round, ms: paired, so the rounds' common drift cancels."""
-        return [(median(a) - median(b)) * 1e3 for a, b in zip(t.ttft_rounds, bare.ttft_rounds, strict=True)]
+        pairs = zip(t.ttft_rounds, bare.ttft_rounds, strict=True)
+        return [(median(a) - median(b)) * 1e3 for a, b in pairs if a and b]  # a round whose streams all failed: none
 
     def rec_minus_client(t: Target, p: float) -> float:
         """Median over rounds of (recorded ITL percentile - the client's, same streams), ms."""
