@@ -181,6 +181,39 @@ def test_a_large_body_is_scrubbed_in_steps_of_a_window_each_as_the_joined_search
     assert KEY.encode() not in b"".join(out) and found == ["scrubbed:response.chunks"]
 
 
+@pytest.mark.parametrize("text", ["a-then-b-inside-it", "a-touching-c", "c-between-two-a"])
+def test_secrets_that_overlap_or_touch_at_any_window_boundary_are_found_as_in_the_joined_bytes(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    # A long body is searched a window at a time, each with the last bytes of the one before (one byte less than the
+    # longest form): a secret that begins in one window and ends in the next, one that overlaps another found in the
+    # window before, or one that begins where another ends, must come out as the search of the joined bytes finds
+    # them. Windows of 24 or 40 bytes instead of 16 KiB put every case at a boundary with a short body.
+    a, b, c = b"sk-live-0123456789abcdef", b"0123456789abcdef-and-more-secret", b"tok-ABCDEFGH"
+    joined = {"a-then-b-inside-it": a + b[16:], "a-touching-c": a + c, "c-between-two-a": a + c + a}[text]
+    # A value may begin with any byte: one beginning with X (a body's first window has nothing before it to carry).
+    forms = [a, b, c, b"XX" + a]
+    for limit in (24, 40):
+        monkeypatch.setattr(redact, "JOIN_LIMIT", limit)
+        for offset in range(2 * limit + len(b)):
+            data = b"x" * offset + joined + b"y" * limit
+            expected = redact._spans(data, forms)
+            for size in (1, 3, 7, limit):
+                reads = [data[i : i + size] for i in range(0, len(data), size)]
+                assert redact._read_spans(reads, forms) == expected, (limit, offset, size)
+                out = scrub_reads(reads, forms)
+                assert out is not None and b"".join(out) == _cut_whole(data, expected), (limit, offset, size)
+
+
+def _cut_whole(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """The joined bytes with each span replaced by the marker: what the scrubbed reads must join to."""
+    out, pos = b"", 0
+    for s, e in spans:
+        out += data[pos:s] + REDACTED.encode()
+        pos = e
+    return out + data[pos:]
+
+
 # -- headers -----------------------------------------------------------------------------------------------------
 
 
