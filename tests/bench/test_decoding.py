@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import random
 import tracemalloc
 import zlib
 
@@ -158,6 +159,19 @@ def test_the_limit_counts_the_whole_body_and_holds_exactly() -> None:
     assert split_body.too_large and split_body.pieces == [b"a" * 600, b"b" * 400]
     later = decode_reads([*reads, b"more"], ["gzip"], limit=1000)
     assert later.pieces == [b"a" * 600, b"b" * 400, b""]
+
+
+def test_chained_codings_past_the_limit_keep_only_decoded_body_never_a_still_compressed_stream() -> None:
+    # With two codings the first decoder's output is the other coding's compressed stream: when that is what passes
+    # the limit, nothing of it is the body, and none of it may be kept as if it were.
+    # Random letters: gzip's stream of them (Huffman-coded, ~60% of the body) passes the limit before the body does.
+    # Not random bytes: gzip stores those verbatim, and its stream would hold the body's own bytes.
+    rng = random.Random(1)
+    body = bytes(rng.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(10_000))
+    sent = bytes(brotli.compress(gzip.compress(body, mtime=0)))
+    decoded = decode_reads([sent[:50], sent[50:]], ["gzip", "br"], limit=1000)
+    assert decoded.too_large and decoded.error is not None and "more than 1000 bytes" in decoded.error
+    assert body.startswith(decoded.body)
 
 
 def test_a_compression_bomb_is_not_decoded_into_memory() -> None:
