@@ -382,6 +382,14 @@ def test_a_request_body_holding_the_key_with_every_character_escaped_is_scrubbed
     assert rec.request.body == body.replace(every_char.encode(), REDACTED.encode())
 
 
+def test_a_read_that_begins_with_the_escaped_key_is_scrubbed() -> None:
+    # The \u-escaped forms are only searched where a backslash-u occurs at all: one at the very first byte counts.
+    every_char = "".join(f"\\u{ord(c):04x}" for c in KEY).encode()
+    rec = record(headers=[["api-key", KEY]], chunks=[every_char + b'"}\n\n', b"data: [DONE]\n\n"])
+    Redactor().redact_exchange(rec)
+    assert rec.response.chunks == [REDACTED.encode() + b'"}\n\n', b"data: [DONE]\n\n"]
+
+
 def test_quoted_and_padded_cookie_values_are_scrubbed_where_echoed() -> None:
     # A cookie's value may be quoted (RFC 6265) and may end in base64's '=' padding; the value itself is the secret.
     quoted, padded = "Xq-0123456789abcdefX", "dG9rZW4tMDEyMzQ1Njc4OQ=="
