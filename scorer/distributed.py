@@ -4,7 +4,8 @@ Each task reads its cassette itself (a path every worker can open, or an fsspec 
 out and only slimmed results come back. The catalog and options are sent to every worker once (scattered), not with
 each task. Results are collected as they finish, each with its unit's index, so the scores file is assembled in
 unit order exactly as a local run's and is byte-identical. A task that raises is retried once (`retries=1`); a worker
-that dies is rescheduled by the scheduler; a unit that still fails is named in the error, never dropped.
+that dies is rescheduled by the scheduler; a unit whose scattered inputs died with every worker holding them is sent
+again with them; a unit that still fails is named in the error, never dropped.
 """
 
 from __future__ import annotations
@@ -149,10 +150,15 @@ def iter_units(
     """(unit index, output) as units finish; after the last, BenchError naming each unit that failed twice (the
     caller writes nothing until the iteration ends, so a failed unit is never silently missing)."""
     distributed = import_distributed()
-    # Every worker needs the catalog and options: sent once each, not pickled into every task.
-    shared = client.scatter([catalog, options], broadcast=True, hash=False)
+
+    def scatter() -> list[Any]:
+        # Every worker needs the catalog and options: sent once each, not pickled into every task.
+        return list(client.scatter([catalog, options], broadcast=True, hash=False))
+
+    shared = scatter()
     futures = [client.submit(fn, unit, *shared, retries=1, pure=False) for unit in units]
     index = {f.key: i for i, f in enumerate(futures)}
+    resent = [False] * len(units)
     failed: list[str] = []
     running = distributed.as_completed(futures)
     for future in running:
@@ -165,6 +171,17 @@ def iter_units(
             # It finished, then the worker holding its result died before it was fetched: the scheduler computes it
             # again (its status back to pending), so it is waited for again, not counted as failed.
             running.add(future)
+        elif future.exception() is None and not resent[i]:
+            # No error of its own: what it needed is gone. Scattered data lives only on the workers that were
+            # running when it was sent; if every one of them has died, the units that need it cannot run again.
+            # Sent again (once per loss), and the unit with it (once per unit).
+            if any(s.status != "finished" for s in shared):
+                shared = scatter()
+            again = client.submit(fn, units[i], *shared, retries=1, pure=False)
+            index[again.key] = i
+            resent[i] = True
+            future.release()
+            running.add(again)
         else:
             exc = future.exception()
             failed.append(f"{unit_name(units[i])}: {type(exc).__name__}: {_one_line(exc)}")

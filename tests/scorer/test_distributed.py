@@ -165,6 +165,25 @@ def test_a_result_lost_with_its_worker_before_it_was_fetched_is_computed_again(
     assert sorted([first, *rest]) == sorted((i, f"{Path(u[0]).name} {u[1]}") for i, u in enumerate(units))
 
 
+@pytest.mark.slow
+def test_units_whose_scattered_inputs_died_with_every_worker_are_sent_again(
+    client: Any, catalog: Catalog, runs: Path
+) -> None:
+    # The catalog and options are scattered to the workers there are when the rescore starts; if every worker holding
+    # them dies (or only one was up, and it dies: the soak met that), the scheduler cannot recover them, and the units
+    # that need them end with no error of their own. They are sent again with them, not reported as failed.
+    _poll(lambda: len(client.scheduler_info()["workers"]) == 2)  # both up: the kill below takes every holder
+    units = _units(runs)
+    got = dist.iter_units(client, units, catalog, _options(runs), fn=unit_name_only)
+    first = next(got)
+    before = set(client.scheduler_info()["workers"])
+    with contextlib.suppress(Exception):
+        client.run(os._exit, 1)
+    _poll(lambda: not before & set(client.scheduler_info()["workers"]))
+    rest = list(got)
+    assert sorted([first, *rest]) == sorted((i, f"{Path(u[0]).name} {u[1]}") for i, u in enumerate(units))
+
+
 def test_a_unit_that_fails_twice_is_named_and_nothing_is_dropped_silently(
     client: Any, catalog: Catalog, runs: Path
 ) -> None:
