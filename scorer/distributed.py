@@ -171,21 +171,21 @@ def iter_units(
             # It finished, then the worker holding its result died before it was fetched: the scheduler computes it
             # again (its status back to pending), so it is waited for again, not counted as failed.
             running.add(future)
-        elif future.exception() is None and not resent[i]:
-            # No error of its own: what it needed is gone. Scattered data lives only on the workers that were
-            # running when it was sent; if every one of them has died, the units that need it cannot run again.
-            # Sent again (once per loss), and the unit with it (once per unit).
-            if any(s.status != "finished" for s in shared):
-                shared = scatter()
-            again = client.submit(fn, units[i], *shared, retries=1, pure=False)
-            index[again.key] = i
-            resent[i] = True
-            future.release()
-            running.add(again)
         else:
             exc = future.exception()
-            failed.append(f"{unit_name(units[i])}: {type(exc).__name__}: {_one_line(exc)}")
             future.release()
+            if exc is None and not resent[i]:
+                # No error of its own: what it needed is gone. Scattered data lives only on the workers that were
+                # running when it was sent; if every one of them has died, the units that need it cannot run again.
+                # Sent again (once per loss), and the unit with it (once per unit).
+                if any(s.status != "finished" for s in shared):
+                    shared = scatter()
+                again = client.submit(fn, units[i], *shared, retries=1, pure=False)
+                index[again.key] = i
+                resent[i] = True
+                running.add(again)
+            else:
+                failed.append(f"{unit_name(units[i])}: {type(exc).__name__}: {_one_line(exc)}")
     if failed:
         raise BenchError(
             f"{len(failed)} unit(s) failed twice on the Dask cluster, nothing written: " + "; ".join(sorted(failed))

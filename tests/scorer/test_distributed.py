@@ -170,8 +170,9 @@ def test_units_whose_scattered_inputs_died_with_every_worker_are_sent_again(
     client: Any, catalog: Catalog, runs: Path
 ) -> None:
     # The catalog and options are scattered to the workers there are when the rescore starts; if every worker holding
-    # them dies (or only one was up, and it dies: the soak met that), the scheduler cannot recover them, and the units
-    # that need them end with no error of their own. They are sent again with them, not reported as failed.
+    # them dies (or only one was up, and it dies: a full run of the suite met that), the scheduler cannot recover
+    # them, and the units that need them end with no error of their own. They are sent again with them, not reported
+    # as failed.
     _poll(lambda: len(client.scheduler_info()["workers"]) == 2)  # both up: the kill below takes every holder
     units = _units(runs)
     got = dist.iter_units(client, units, catalog, _options(runs), fn=unit_name_only)
