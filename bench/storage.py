@@ -211,8 +211,9 @@ def join(prefix: str, name: str) -> str:
 
 def upload(local: Path, prefix: str, *, tries: int = UPLOAD_TRIES, pause_s: float = 1.0) -> str:
     """Copy a closed cassette to `prefix`, verify the stored object's size and sha256 by reading it back, and only
-    then remove the local file. Each failure is retried; after the last the local file stays and BenchError names it.
-    Returns the object's URL."""
+        then remove the local file. A failure that may pass is retried; after the last try, or at once when the service
+    refused the upload (`_refused`), the local file stays and BenchError names it.
+        Returns the object's URL."""
     url = join(prefix, local.name)
     fs = filesystem(url)
     want_size, want_sum = local.stat().st_size, sha256_file(local)
@@ -232,10 +233,22 @@ def upload(local: Path, prefix: str, *, tries: int = UPLOAD_TRIES, pause_s: floa
                 continue
         except Exception as exc:
             last = explain(url, exc)
+            if _refused(exc):
+                raise BenchError(f"upload refused ({last}); the local copy {local} is kept") from None
             continue
         local.unlink()
         return url
     raise BenchError(f"upload failed after {tries} tries ({last}); the local copy {local} is kept")
+
+
+def _refused(exc: BaseException) -> bool:
+    """A missing bucket, refused access or missing credentials: trying again after a pause would fail the same way
+    (and kept `bench record` waiting 3 s before it said so). Other failures (a dropped connection, a throttled or
+    failing service, an object read back wrong) are worth another try."""
+    name = type(exc).__name__
+    return (
+        isinstance(exc, FileNotFoundError | PermissionError) or "Credential" in name or "credential" in str(exc).lower()
+    )
 
 
 def upload_leftovers(spool: Path, prefix: str) -> list[str]:

@@ -25,7 +25,7 @@ FAULT_KINDS = (*HTTP_FAULTS, *STREAM_FAULTS)
 @dataclass(frozen=True)
 class Fault:
     kind: str
-    # 429: Retry-After seconds; stall: seconds of silence (default: until the client gives up).
+    # An HTTP status: its Retry-After seconds; stall: seconds of silence (default: until the client gives up).
     param: float | None = None
     always: bool = False
 

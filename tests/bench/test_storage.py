@@ -60,14 +60,47 @@ def test_rescore_and_ls_read_s3_urls(s3: Any, tmp_path: Path, capsys: pytest.Cap
     assert scores.read_bytes().count(b'"kind":"result"') == len(local)
 
 
-def test_an_upload_to_a_missing_bucket_keeps_the_local_file(s3: Any, tmp_path: Path) -> None:
+def test_an_upload_to_a_missing_bucket_keeps_the_local_file_and_is_not_retried(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     local = _local_copy(tmp_path)
+    pauses: list[float] = []
+    monkeypatch.setattr(storage.time, "sleep", pauses.append)
     with pytest.raises(BenchError) as err:
-        storage.upload(local, "s3://no-such-bucket/runs", tries=2, pause_s=0)
+        storage.upload(local, "s3://no-such-bucket/runs")
     message = str(err.value)
-    assert "upload failed after 2 tries" in message and "no such bucket" in message
+    assert message.startswith("upload refused (") and "no such bucket" in message
     assert str(local) in message and "\n" not in message
     assert local.read_bytes() == SHIPPED.read_bytes()
+    assert pauses == []  # it would fail the same way after any pause
+
+
+def test_an_upload_that_fails_for_a_while_is_retried_after_pauses_then_verified(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Fault injection: the service drops the first two uploads (as a connection reset would), then takes the third.
+    fs = storage.filesystem(f"s3://{BUCKET}/runs/")  # fsspec hands the same instance to `upload`
+    put = fs.put_file
+    failures = [ConnectionResetError("reset by peer"), ConnectionResetError("reset by peer")]
+
+    def flaky(*args: Any, **kw: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return put(*args, **kw)
+
+    pauses: list[float] = []
+    monkeypatch.setattr(fs, "put_file", flaky)
+    monkeypatch.setattr(storage.time, "sleep", pauses.append)
+    local = _local_copy(tmp_path)
+    url = storage.upload(local, f"s3://{BUCKET}/runs/")
+    assert pauses == [1.0, 2.0] and not local.exists()
+    assert s3.cat_file(url) == SHIPPED.read_bytes()
+
+    failures.extend([ConnectionResetError("reset by peer")] * 3)
+    local = _local_copy(tmp_path, "run-2.cassette")
+    with pytest.raises(BenchError) as err:
+        storage.upload(local, f"s3://{BUCKET}/runs/")
+    assert str(err.value).startswith("upload failed after 3 tries (") and local.exists()
 
 
 def test_a_missing_bucket_is_one_line(s3: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,7 +29,8 @@ def cfg_for(url: str, out: Path, models: list[str], **kw: object) -> RecordConfi
 
 async def test_builtin_catalog_with_faults_every_test_tagged_and_failed_attempts_kept(tmp_path: Path) -> None:
     catalog = load_catalog(None)
-    model = "oracle+500+truncate"
+    # Retry-After: 0, so each retry waits only the test's 10-50 ms backoff (the default 1 s made this test 16 s).
+    model = "oracle+500:0+truncate"
     async with await start_sim(catalog=catalog, api_key=SECRET) as sim:
         cfg = cfg_for(sim.url, tmp_path, [model], api_key=SECRET)
         summary = await record(cfg, catalog)

@@ -64,8 +64,8 @@ async def test_faults_hit_first_attempts_then_pass(mini: Catalog) -> None:
     text = mini.tests["t.text"]
     async with await start_sim(catalog=mini) as sim:
         body = {"model": "oracle+500+truncate+empty", "messages": list(text.messages), "stream": True}
-        status, _, _ = await _post(sim.url, body)
-        assert status == 500
+        status, _, headers = await _post(sim.url, body)
+        assert status == 500 and headers["Retry-After"] == "1"
         _, raw, _ = await _post(sim.url, body)
         assert "truncated" in parse_stream([raw], [0]).findings
         _, raw, _ = await _post(sim.url, body)
@@ -74,7 +74,9 @@ async def test_faults_hit_first_attempts_then_pass(mini: Catalog) -> None:
         assert parse_stream([raw], [0]).content == text.reference.answer
         status, _, headers = await _post(sim.url, {**body, "model": "oracle"}, {"X-Sim-Fault": "429:2"})
         assert status == 429 and headers["Retry-After"] == "2"
-        assert sim.stats.faults == {"500": 1, "truncate": 1, "empty": 1, "429": 1}
+        status, _, headers = await _post(sim.url, {**body, "model": "oracle"}, {"X-Sim-Fault": "503:0"})
+        assert status == 503 and headers["Retry-After"] == "0"
+        assert sim.stats.faults == {"500": 1, "truncate": 1, "empty": 1, "429": 1, "503": 1}
 
 
 async def test_max_tokens_cuts_with_length(mini: Catalog) -> None:
