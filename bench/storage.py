@@ -65,8 +65,14 @@ def filesystem(url: str) -> Any:
 
 def explain(url: str, exc: BaseException) -> str:
     """One line for a storage failure: what went wrong and what to do, never the credentials or a traceback."""
-    name = type(exc).__name__
-    if "Credential" in name or "credential" in str(exc).lower():
+    return refusal(url, exc) or f"{url}: storage error ({type(exc).__name__}); check the URL and the service"
+
+
+def refusal(url: str, exc: BaseException) -> str | None:
+    """`explain`'s line when the service refused: no credentials, no such bucket or object, access refused. Trying
+    again after a pause would fail the same way; None for a failure that may pass (a dropped connection, a throttled
+    or failing service)."""
+    if "Credential" in type(exc).__name__ or "credential" in str(exc).lower():
         return (
             f"{url}: no credentials for {protocol(url)}:// ; set them the backend's usual way (environment or config)"
         )
@@ -74,7 +80,7 @@ def explain(url: str, exc: BaseException) -> str:
         return f"{url}: no such bucket or object; check the name (and that the bucket exists)"
     if isinstance(exc, PermissionError):
         return f"{url}: access refused by the storage service; check the credentials' permissions on it"
-    return f"{url}: storage error ({name}); check the URL and the service"
+    return None
 
 
 def open_read(url: str) -> IO[bytes]:
@@ -211,9 +217,9 @@ def join(prefix: str, name: str) -> str:
 
 def upload(local: Path, prefix: str, *, tries: int = UPLOAD_TRIES, pause_s: float = 1.0) -> str:
     """Copy a closed cassette to `prefix`, verify the stored object's size and sha256 by reading it back, and only
-        then remove the local file. A failure that may pass is retried; after the last try, or at once when the service
-    refused the upload (`_refused`), the local file stays and BenchError names it.
-        Returns the object's URL."""
+    then remove the local file. A failure that may pass is retried; after the last try, or at once when the service
+    refused the upload (`refusal`: a retry would fail the same way, and kept `bench record` waiting 3 s before it said
+    so), the local file stays and BenchError names it. Returns the object's URL."""
     url = join(prefix, local.name)
     fs = filesystem(url)
     want_size, want_sum = local.stat().st_size, sha256_file(local)
@@ -232,23 +238,14 @@ def upload(local: Path, prefix: str, *, tries: int = UPLOAD_TRIES, pause_s: floa
                 last = f"{url}: stored object's sha256 differs from the local file's"
                 continue
         except Exception as exc:
+            refused = refusal(url, exc)
+            if refused is not None:
+                raise BenchError(f"upload refused ({refused}); the local copy {local} is kept") from None
             last = explain(url, exc)
-            if _refused(exc):
-                raise BenchError(f"upload refused ({last}); the local copy {local} is kept") from None
             continue
         local.unlink()
         return url
     raise BenchError(f"upload failed after {tries} tries ({last}); the local copy {local} is kept")
-
-
-def _refused(exc: BaseException) -> bool:
-    """A missing bucket, refused access or missing credentials: trying again after a pause would fail the same way
-    (and kept `bench record` waiting 3 s before it said so). Other failures (a dropped connection, a throttled or
-    failing service, an object read back wrong) are worth another try."""
-    name = type(exc).__name__
-    return (
-        isinstance(exc, FileNotFoundError | PermissionError) or "Credential" in name or "credential" in str(exc).lower()
-    )
 
 
 def upload_leftovers(spool: Path, prefix: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import tomllib
 from pathlib import Path
 from types import ModuleType
 
@@ -87,8 +88,6 @@ def test_a_renumbered_equivalent_is_found_again_and_a_vanished_one_is_counted(tm
 
 
 def test_every_listed_equivalent_names_the_change_it_was_judged_for() -> None:
-    import tomllib
-
     config = tomllib.loads((SCRIPT.parents[1] / "pyproject.toml").read_text())
     for name, module in config["tool"]["bench"]["mutation"]["modules"].items():
         for entry in module.get("equivalent", []):
