@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/proxy_overhead.py --quick    # a smoke run, ~20 s
     git archive main | tar -x -C /tmp/base && .venv/bin/python benchmarks/proxy_overhead.py --baseline /tmp/base
                                                              # before/after: main's bench proxy measured alongside
+                                                             # (--baseline again for more trees; --record-only
+                                                             # measures only their record mode)
     .venv/bin/python benchmarks/proxy_overhead.py --quiet-check   # the goals checked, exit 1 if one is missed
                                                              # (refuses on a loaded machine: exit 2)
     .venv/bin/python benchmarks/proxy_overhead.py --attribute     # and where each proxy's loop stalls come from
@@ -19,7 +21,8 @@ process) measures, in interleaved rounds with the targets in random order each r
     over bare, the median over rounds of (target - bare) in the same round;
   - ITL with 256 concurrent paced streams: gaps between consecutive token reads; p50/p99 added over direct is the
     median over rounds of (target - direct) in the same round, so a noisy round moves it less;
-  - proxy CPU per forwarded chunk in that phase, from /proc/PID/stat (all threads, the cassette writer included),
+  - proxy CPU per forwarded chunk in that phase, from its process CPU clock (all threads, the cassette writer
+    included; the part in the kernel from /proc/PID/stat),
     as a ratio to the bare pass-through's in the same round, median over rounds. The goals on these two are decided
     on that median's distribution-free 95% interval: one that straddles its limit is UNDECIDED, as for ITL p99;
   - for recording targets, the ITLs the cassette recorded against the ones the client measured on the same streams
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import itertools
 import json
 import math
@@ -193,6 +197,8 @@ class Target:
     cpu_rounds: list[float] = field(default_factory=list)  # CPU us per chunk, one per load round
     # Of it, the threads other than the event loop's (the cassette writer; to_thread workers), one per load round
     thread_rounds: list[float] = field(default_factory=list)
+    kernel_s: float = 0.0  # CPU seconds in the kernel over all load rounds (all threads; /proc ticks)
+    load_chunks: int = 0
     reads: list[int] = field(default_factory=list)  # reads per whole stream at the client, load phase
     ttft_cpu_s: float = 0.0  # proxy CPU during the one-at-a-time phase
     ttft_streams: int = 0
@@ -256,9 +262,26 @@ def bench_proxy(src: Path, upstream: str, mode: str, cassettes: Path, probe: Pat
     return [sys.executable, "-c", code]
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
 def cpu_seconds(pid: int) -> float:
+    """CPU seconds of all of a process's threads. Read from its CPU-time clock (nanoseconds) where the kernel lets
+    another process read it: /proc/PID/stat counts in ticks of 10 ms, ~2% of a load round's proxy CPU."""
+    clock = ctypes.c_int()
+    if _LIBC.clock_getcpuclockid(pid, ctypes.byref(clock)) == 0:
+        try:
+            return time.clock_gettime(clock.value)
+        except OSError:
+            pass  # the process has ended
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime, all threads
+
+
+def kernel_seconds(pid: int) -> float:
+    """CPU seconds a process's threads spent in the kernel (stime; ticks of 10 ms: summed over a run, not per round)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[12]) / CLK_TCK
 
 
 def side_threads_cpu(pid: int) -> float:
@@ -512,16 +535,19 @@ async def load_phase(
             async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as s:
                 cpu0 = target.cpu0 = cpu_seconds(target.proc.pid) if target.proc else 0.0
                 side0 = side_threads_cpu(target.proc.pid) if target.proc else 0.0
+                kernel0 = kernel_seconds(target.proc.pid) if target.proc else 0.0
                 before = others.measure()
                 bodies = [request_body(LOAD_SEED + r * streams + i, tokens, 20, itl_ms) for i in range(streams)]
                 results = await asyncio.gather(*(one_stream(s, target.url, b) for b in bodies), return_exceptions=True)
                 cpu = cpu_seconds(target.proc.pid) - cpu0 if target.proc else 0.0
                 side = side_threads_cpu(target.proc.pid) - side0 if target.proc else 0.0
+                target.kernel_s += kernel_seconds(target.proc.pid) - kernel0 if target.proc else 0.0
                 others.add(before, target)
             # Every stream went through the proxy, finished or not: its events count as forwarded.
             chunks = streams * (tokens + 4)  # upstream events: role, tokens, finish, usage, [DONE]
             target.cpu_rounds.append(cpu / chunks * 1e6)
             target.thread_rounds.append(side / chunks * 1e6)
+            target.load_chunks += chunks
             gaps: list[float] = []
             for result in results:
                 if isinstance(result, BaseException) or not result[2].endswith(b"data: [DONE]\n\n"):
@@ -572,7 +598,15 @@ def main() -> int:
         "--baseline",
         type=Path,
         metavar="SRC",
-        help="also measure bench proxy from another source tree (e.g. `git archive main | tar -x -C SRC`)",
+        action="append",
+        default=[],
+        help="also measure bench proxy from another source tree (e.g. `git archive main | tar -x -C SRC`); may be "
+        "given more than once",
+    )
+    parser.add_argument(
+        "--record-only",
+        action="store_true",
+        help="measure only record mode from the --baseline trees (shorter A/B runs of record-path changes)",
     )
     parser.add_argument(
         "--attribute",
@@ -666,7 +700,10 @@ def run(
     me = str(Path(__file__).resolve())
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs: list[subprocess.Popen[str]] = []
-    sources = [("", ROOT)] + ([(" (baseline)", args.baseline.resolve())] if args.baseline else [])
+    sources = [("", ROOT)] + [
+        (" (baseline)" if len(args.baseline) == 1 else f" (baseline {n})", src.resolve())
+        for n, src in enumerate(args.baseline, 1)
+    ]
     with tempfile.TemporaryDirectory(prefix="bench-proxy-bench-") as tmp:
         try:
             up_proc, upstream = start([py, me, "--serve-upstream"], env, client_cpus)
@@ -678,7 +715,7 @@ def run(
             targets = [Target("direct", upstream), Target("bare aiohttp", bare, bare_proc)]
             targets[1].probe = bare_probe
             for suffix, src in sources:
-                for mode in ("passthrough", "record"):
+                for mode in ("record",) if args.record_only and src != ROOT else ("passthrough", "record"):
                     cassettes = Path(tmp) / f"{mode}{len(targets)}"
                     probe = Path(tmp) / f"probe-{mode}{len(targets)}.json" if args.attribute else None
                     proc, url = start(bench_proxy(src, upstream, mode, cassettes, probe), env, proxy_cpus)
@@ -825,6 +862,8 @@ def report(
     print(f"reads per stream at the client under load ({tokens + 4} events sent): {reads}")
     side = ", ".join(f"{t.name} {median(t.thread_rounds):.2f}" for t in targets if t.thread_rounds)
     print(f"of the CPU per chunk, us on threads other than the event loop's (cassette writer, ...): {side}")
+    kernel = ", ".join(f"{t.name} {t.kernel_s / t.load_chunks * 1e6:.2f}" for t in targets if t.proc and t.load_chunks)
+    print(f"of the CPU per chunk, us in the kernel (system calls, wake-ups; all rounds): {kernel}")
     cpu_per_stream = [f"{t.name} {t.ttft_cpu_s / t.ttft_streams * 1e6:.0f} us" for t in targets if t.ttft_streams]
     print("proxy CPU per stream, one at a time (10 events each): " + ", ".join(cpu_per_stream))
     for t in targets:
