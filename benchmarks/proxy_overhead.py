@@ -265,7 +265,27 @@ def bench_proxy(src: Path, upstream: str, mode: str, cassettes: Path, probe: Pat
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
+def children(pid: int) -> list[int]:
+    """The live child processes of a process (a proxy's helpers count as its own CPU)."""
+    found: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except (FileNotFoundError, ProcessLookupError):
+        return found
+    for task in tasks:
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
+
+
 def cpu_seconds(pid: int) -> float:
+    """CPU seconds of all of a process's threads and of its live child processes."""
+    return _own_cpu_seconds(pid) + sum(_own_cpu_seconds(child) for child in children(pid))
+
+
+def _own_cpu_seconds(pid: int) -> float:
     """CPU seconds of all of a process's threads. Read from its CPU-time clock (nanoseconds) where the kernel lets
     another process read it: /proc/PID/stat counts in ticks of 10 ms, ~2% of a load round's proxy CPU."""
     clock = ctypes.c_int()
@@ -279,14 +299,22 @@ def cpu_seconds(pid: int) -> float:
 
 
 def kernel_seconds(pid: int) -> float:
-    """CPU seconds a process's threads spent in the kernel (stime; ticks of 10 ms: summed over a run, not per round)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[12]) / CLK_TCK
+    """CPU seconds a process's threads and its child processes spent in the kernel (stime; ticks of 10 ms: summed
+    over a run, not per round)."""
+    total = 0.0
+    for one in (pid, *children(pid)):
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        total += int(fields[12]) / CLK_TCK
+    return total
 
 
 def side_threads_cpu(pid: int) -> float:
-    """CPU seconds of a process's threads other than its main one (whose thread id is the pid): the event loop runs
-    on the main thread, the cassette writer and any `to_thread` worker on the others (exited threads not counted)."""
+    """CPU seconds of a process's threads other than its main one (whose thread id is the pid) and of its child
+    processes: the event loop runs on the main thread, the cassette writer and any `to_thread` worker on the others
+    (exited threads not counted)."""
     total = 0.0
     for task in Path(f"/proc/{pid}/task").iterdir():
         if task.name == str(pid):
@@ -296,7 +324,7 @@ def side_threads_cpu(pid: int) -> float:
         except (FileNotFoundError, ProcessLookupError):
             continue  # ended meanwhile
         total += (int(fields[11]) + int(fields[12])) / CLK_TCK
-    return total
+    return total + sum(_own_cpu_seconds(child) for child in children(pid))
 
 
 def busy_per_cpu() -> dict[int, float]:
@@ -493,7 +521,11 @@ class Others:
     load_generator: list[float] = field(default_factory=list)  # the clients' and the upstream's CPU, cores' worth
 
     def measure(self) -> tuple[dict[int, float], float, float]:
-        return busy_per_cpu(), sum(_cpu_or_zero(pid) for pid in self.ours), time.monotonic()
+        # This process is the parent of the others: each process's own CPU, and its children's that are not ours.
+        ours = set(self.ours)
+        helpers = [child for pid in self.ours for child in children(pid) if child not in ours]
+        cpu = sum(_cpu_or_zero(pid, own=True) for pid in [*self.ours, *helpers])
+        return busy_per_cpu(), cpu, time.monotonic()
 
     def add(self, before: tuple[dict[int, float], float, float], target: Target) -> None:
         """Other processes' CPU since `before`. Pinned, the proxy core's busy time less the target's is the others'
@@ -515,9 +547,9 @@ class Others:
         self.loadavg.append(os.getloadavg()[0])
 
 
-def _cpu_or_zero(pid: int) -> float:
+def _cpu_or_zero(pid: int, own: bool = False) -> float:
     try:
-        return cpu_seconds(pid)
+        return _own_cpu_seconds(pid) if own else cpu_seconds(pid)
     except (FileNotFoundError, ProcessLookupError):
         return 0.0
 
@@ -539,6 +571,8 @@ async def load_phase(
                 before = others.measure()
                 bodies = [request_body(LOAD_SEED + r * streams + i, tokens, 20, itl_ms) for i in range(streams)]
                 results = await asyncio.gather(*(one_stream(s, target.url, b) for b in bodies), return_exceptions=True)
+                if target.proc:
+                    await settled(target.proc.pid)
                 cpu = cpu_seconds(target.proc.pid) - cpu0 if target.proc else 0.0
                 side = side_threads_cpu(target.proc.pid) - side0 if target.proc else 0.0
                 target.kernel_s += kernel_seconds(target.proc.pid) - kernel0 if target.proc else 0.0
@@ -559,6 +593,19 @@ async def load_phase(
             target.itl_rounds.append(gaps)
             print(f"  load round {r + 1}/{rounds} {target.name}          ", end="\r", file=sys.stderr, flush=True)
     print(file=sys.stderr)
+
+
+async def settled(pid: int, quiet_s: float = 0.001, poll_s: float = 0.05, most_s: float = 2.0) -> None:
+    """Wait until a proxy has finished the round's work: a proxy that records later than a response ends (or in
+    another process) would otherwise have part of a round's CPU counted in no round."""
+    deadline = time.monotonic() + most_s
+    before = cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(poll_s)
+        now = cpu_seconds(pid)
+        if now - before < quiet_s:
+            return
+        before = now
 
 
 def recorded(directory: Path, streams: int) -> Recorded:
