@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
 
 from bench.cassette import CassetteReader, find_cassettes
@@ -34,6 +33,9 @@ rules:
 
 
 def build_agent(base_url: str) -> Any:
+    # Imported here, not at the top: every xdist worker collects this file, one runs it (~1 s of import each).
+    from agents import Agent, OpenAIResponsesModel, function_tool, set_tracing_disabled
+
     set_tracing_disabled(True)  # no trace export: the test touches 127.0.0.1 only
 
     @function_tool
@@ -52,6 +54,8 @@ def build_agent(base_url: str) -> Any:
 
 
 async def run_agent(base_url: str, streamed: bool) -> str:
+    from agents import Runner
+
     agent = build_agent(base_url)
     if streamed:
         result = Runner.run_streamed(agent, "Weather and time in Paris?")

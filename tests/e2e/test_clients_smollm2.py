@@ -10,7 +10,6 @@ from typing import Any
 
 import instructor
 import pytest
-from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
@@ -42,6 +41,9 @@ class Weather(BaseModel):
 
 
 async def agents_run(base_url: str) -> str:
+    # Imported here, not at the top: every xdist worker collects this file, one runs it (~1 s of import each).
+    from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+
     set_tracing_disabled(True)  # no trace export: nothing leaves 127.0.0.1
 
     @function_tool
