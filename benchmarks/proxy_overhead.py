@@ -903,6 +903,17 @@ def report(
                 f"CPU per chunk over bare, {t.name}: median {median(ratios):.3f}x, 95% CI of the median "
                 f"{lo:.3f}..{hi:.3f}; per round: " + " ".join(f"{r:.2f}" for r in ratios)
             )
+    # Two trees' record modes against each other, round by round: no bare in the ratio, so its noise drops out.
+    mine = next((t for t in targets if t.name == "bench record"), None)
+    for t in targets:
+        if mine is not None and t.name.startswith("bench record (baseline") and t.cpu_rounds and mine.cpu_rounds:
+            paired = [b / a for a, b in zip(mine.cpu_rounds, t.cpu_rounds, strict=True) if a > 0]
+            if paired:
+                lo, hi = median_ci(paired)
+                print(
+                    f"CPU per chunk, {t.name} over this tree's record mode, paired by round: median "
+                    f"{median(paired):.3f}x, 95% CI of the median {lo:.3f}..{hi:.3f}"
+                )
     # A target that stalls lets several events pile up in its sockets and forwards them as one read: fewer reads,
     # less CPU per chunk, but the client's ITLs read ~0 for them. Direct shows the client's own merging.
     reads = ", ".join(f"{t.name} {sum(t.reads) / len(t.reads):.1f}" for t in targets if t.reads)
