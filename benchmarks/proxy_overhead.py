@@ -21,8 +21,9 @@ process) measures, in interleaved rounds with the targets in random order each r
     over bare, the median over rounds of (target - bare) in the same round;
   - ITL with 256 concurrent paced streams: gaps between consecutive token reads; p50/p99 added over direct is the
     median over rounds of (target - direct) in the same round, so a noisy round moves it less;
-  - proxy CPU per forwarded chunk in that phase, from its process CPU clock (all threads, the cassette writer
-    included; the part in the kernel from /proc/PID/stat),
+  - proxy CPU per forwarded chunk in that phase, from its process CPU clock (all threads, the cassette writer and
+    any child process included, read once it stops rising after the round's streams end; the part in the kernel from
+    /proc/PID/stat),
     as a ratio to the bare pass-through's in the same round, median over rounds. The goals on these two are decided
     on that median's distribution-free 95% interval: one that straddles its limit is UNDECIDED, as for ITL p99;
   - for recording targets, the ITLs the cassette recorded against the ones the client measured on the same streams
@@ -282,7 +283,7 @@ def children(pid: int) -> list[int]:
 
 def cpu_seconds(pid: int) -> float:
     """CPU seconds of all of a process's threads and of its live child processes."""
-    return _own_cpu_seconds(pid) + sum(_own_cpu_seconds(child) for child in children(pid))
+    return _own_cpu_seconds(pid) + sum(_cpu_or_zero(child, own=True) for child in children(pid))
 
 
 def _own_cpu_seconds(pid: int) -> float:
@@ -324,7 +325,7 @@ def side_threads_cpu(pid: int) -> float:
         except (FileNotFoundError, ProcessLookupError):
             continue  # ended meanwhile
         total += (int(fields[11]) + int(fields[12])) / CLK_TCK
-    return total + sum(_own_cpu_seconds(child) for child in children(pid))
+    return total + sum(_cpu_or_zero(child, own=True) for child in children(pid))  # a child may end meanwhile
 
 
 def busy_per_cpu() -> dict[int, float]:
