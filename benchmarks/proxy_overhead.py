@@ -295,8 +295,13 @@ def _own_cpu_seconds(pid: int) -> float:
             return time.clock_gettime(clock.value)
         except OSError:
             pass  # the process has ended
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime, all threads
+    return sum(_ticks(Path(f"/proc/{pid}/stat")))  # utime + stime, all threads
+
+
+def _ticks(stat: Path) -> tuple[float, float]:
+    """(user, kernel) CPU seconds from a /proc stat file (a process's or one thread's), in ticks of 10 ms."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()  # the name, in parentheses, may hold spaces
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
 
 
 def kernel_seconds(pid: int) -> float:
@@ -305,10 +310,9 @@ def kernel_seconds(pid: int) -> float:
     total = 0.0
     for one in (pid, *children(pid)):
         try:
-            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            total += _ticks(Path(f"/proc/{one}/stat"))[1]
         except (FileNotFoundError, ProcessLookupError):
             continue
-        total += int(fields[12]) / CLK_TCK
     return total
 
 
@@ -321,10 +325,9 @@ def side_threads_cpu(pid: int) -> float:
         if task.name == str(pid):
             continue
         try:
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(_ticks(task / "stat"))
         except (FileNotFoundError, ProcessLookupError):
             continue  # ended meanwhile
-        total += (int(fields[11]) + int(fields[12])) / CLK_TCK
     return total + sum(_cpu_or_zero(child, own=True) for child in children(pid))  # a child may end meanwhile
 
 
