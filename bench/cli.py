@@ -14,6 +14,7 @@ from types import ModuleType
 
 from bench import __version__
 from bench.cassette import cassette_command
+from bench.close_level import close_level_setting
 from bench.errors import BenchError
 from bench.view import view_command
 from catalog import catalog_command, demo_command, doctor_command, record_command, sim_command
@@ -54,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        close_level_setting()  # refused before any work, not when a cassette closes
         return handler(args) or 0
     except BenchError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)

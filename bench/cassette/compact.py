@@ -26,6 +26,8 @@ from bench.cassette import frames
 from bench.cassette.format import SEGMENT_BYTES
 from bench.cassette.framing import record_ends
 from bench.cassette.records import Header, encode
+from bench.close_level import close_level_setting
+from bench.errors import BenchError
 
 # (raw bytes up to, zstd level), measured on a 2-core machine (benchmarks/cassette_size.py, benchmarks/close_time.py):
 # level 19 takes ~1.6 s of CPU for the 3.2 MB shipped recording (28.3x, 15 would give 27.4x). On text, CPU per MB:
@@ -44,7 +46,14 @@ class NotClean(Exception):
 
 
 def level_for(raw_bytes: int) -> int | None:
-    return next((level for limit, level in CLOSE_LEVELS if raw_bytes <= limit), None)
+    level = next((level for limit, level in CLOSE_LEVELS if raw_bytes <= limit), None)
+    if level is None:
+        return None  # past the last size the file is kept as written, whatever the setting
+    try:
+        setting = close_level_setting()
+    except BenchError:
+        return level  # the command line refused it at its start; code that writes cassettes itself gets the default
+    return level if isinstance(setting, str) else setting
 
 
 def compact(path: Path, raw_bytes: int, level: int | None = None) -> bool:
@@ -64,7 +73,8 @@ def compact(path: Path, raw_bytes: int, level: int | None = None) -> bool:
 
 
 def _recompressed(buf: mmap.mmap | bytes, level: int) -> Iterator[bytes]:
-    """The header frame's bytes as written, then each written frame recompressed (or as written, see MIN_RATIO)."""
+    """The header frame's bytes as written, then each written frame recompressed (or as written: see MIN_RATIO, and
+    when recompressing did not make it smaller)."""
     dobj = zstandard.ZstdDecompressor().decompressobj()
     dobj.decompress(buf[: frames.PIECE])
     if not dobj.eof:
@@ -78,10 +88,13 @@ def _recompressed(buf: mmap.mmap | bytes, level: int) -> Iterator[bytes]:
         if isinstance(event, frames.Data) and event.frame > 0:
             raw += event.data
         elif isinstance(event, frames.FrameEnd) and event.frame > 0:
-            if len(raw) < MIN_RATIO * (event.end - start):
-                yield bytes(buf[start : event.end])
+            written = event.end - start
+            again = [] if len(raw) < MIN_RATIO * written else list(segment_frames(raw, level))
+            # A low level (BENCH_CLOSE_LEVEL=1) can do worse than the writer's level 3 did: never grow a frame.
+            if again and sum(map(len, again)) < written:
+                yield from again
             else:
-                yield from segment_frames(raw, level)
+                yield bytes(buf[start : event.end])
             raw = bytearray()
             start = event.end
             ended = True

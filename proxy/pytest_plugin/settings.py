@@ -104,6 +104,14 @@ def check_pace(pace: str, where: str) -> str:
 
 
 def read_settings(config: pytest.Config, environ: dict[str, str]) -> Settings:
+    from bench.close_level import close_level_setting
+    from bench.errors import BenchError
+
+    try:
+        close_level_setting()  # refused when pytest starts, not when a cassette closes
+    except BenchError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
     def pick(option: str, ini: str) -> Any:
         value = config.getoption(option)
         return config.getini(ini) if value is None else value

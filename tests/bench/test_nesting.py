@@ -5,10 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
+import catalog
 from bench.cli import main
 from bench.fingerprint import fingerprint
-from bench.nesting import MAX_DEPTH, TooDeep, check_depth, depth_exceeds, load_yaml
+from bench.nesting import (
+    MAX_ALIASED_VALUES,
+    MAX_DEPTH,
+    TooDeep,
+    _JsonValuesLoader,
+    check_depth,
+    depth_exceeds,
+    load_yaml,
+)
 from proxy.recordings import streams
 from scorer.evaluators.json_checks import extract_json
 
@@ -94,3 +104,53 @@ def test_check_depth_takes_a_limit_and_names_it() -> None:
     with pytest.raises(TooDeep, match=r"^nested more than 2 levels deep$"):
         check_depth(value, limit=2)
     assert check_depth(5, limit=0) == 5  # a scalar has no depth
+
+
+def _laughs(levels: int) -> str:
+    lines = ["l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_aliases_that_repeat_a_document_past_the_bound_are_refused_at_once() -> None:
+    # 9^12 values from 12 lines: building them, or any walk of what was built, would never end.
+    with pytest.raises(yaml.YAMLError, match=f"aliases repeat more than {MAX_ALIASED_VALUES} values") as caught:
+        load_yaml(_laughs(12))
+    mark = getattr(caught.value, "problem_mark", None)
+    # l1..l4 repeat 74,718 values; the first alias in l5 (66,430 more) passes the bound
+    assert mark is not None and (mark.line + 1, mark.column) == (6, 9)
+    assert load_yaml(_laughs(5))["l4"][8][8][8][8][8] == "x"  # within the bound
+
+
+def test_an_alias_inside_the_collection_it_names_is_refused() -> None:
+    with pytest.raises(yaml.YAMLError, match=r"alias \*a is inside the collection it names"):
+        load_yaml("a: &a [1, {b: *a}]\n")
+
+
+def test_aliases_count_toward_depth_where_they_are_used() -> None:
+    inner = "[" * 60 + "]" * 60
+    outer = "[" * 60 + "*x" + "]" * 60
+    assert load_yaml(f"a: &x {inner}\nb: *x\n")["a"] == load_yaml(f"b: {inner}\n")["b"]
+    with pytest.raises(TooDeep):
+        load_yaml(f"a: &x {inner}\nb: {outer}\n")
+
+
+def test_a_suite_whose_aliases_explode_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = tmp_path / "laughs.yaml"
+    suite.write_text("suite: s\ndescription: d\ntests:\n  - id: x\n    prompt: hi\n" + _laughs(12))
+    assert main(["catalog", "validate", str(suite)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "aliases repeat more than" in err[0] and str(suite) in err[0], err
+
+
+def test_the_built_in_catalog_reads_the_same_with_either_parser() -> None:
+    # libyaml parses when PyYAML has it; the resolvers (no timestamps) must apply to it as to the Python parser.
+    class PythonParser(yaml.SafeLoader):
+        yaml_implicit_resolvers = _JsonValuesLoader.yaml_implicit_resolvers
+
+    files = sorted(Path(catalog.__file__).parent.joinpath("data").rglob("*.yaml"))
+    assert files
+    for file in files:
+        text = file.read_text(encoding="utf-8")
+        assert load_yaml(text) == yaml.load(text, Loader=PythonParser), file
+    assert load_yaml("d: 2024-01-05\n") == {"d": "2024-01-05"}

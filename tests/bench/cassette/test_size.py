@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.cassette import CassetteReader, CassetteWriter
 from bench.cassette.cassette_command import traffic_bytes
+from bench.cassette.compact import level_for
+from bench.cli import main
+from bench.close_level import CLOSE_LEVEL_ENV
 
 ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
@@ -18,13 +23,45 @@ def test_the_shipped_recording_is_v2_and_28x_smaller_than_its_traffic() -> None:
     assert raw / SHIPPED.stat().st_size >= 28
 
 
-def test_a_recording_closed_by_the_writer_is_28x_smaller_than_its_traffic(tmp_path: Path) -> None:
+def _rewritten(path: Path) -> float:
+    """The shipped recording written again by the writer and closed: its records unchanged, its size ratio."""
     source = CassetteReader(SHIPPED)
     records = list(source)
-    path = tmp_path / "again.cassette"
     with CassetteWriter(path, settings=source.header.settings, run=source.header.run) as w:
         for record in records:
             w.put(record)
     again = CassetteReader(path)
     assert list(again) == records and again.problem is None
-    assert sum(traffic_bytes(r) for r in records) / path.stat().st_size >= 28
+    return sum(traffic_bytes(r) for r in records) / path.stat().st_size
+
+
+def test_a_recording_closed_by_the_writer_is_28x_smaller_than_its_traffic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(CLOSE_LEVEL_ENV, raising=False)  # the suite closes at level 1 (tests/conftest.py)
+    assert _rewritten(tmp_path / "auto.cassette") >= 28
+
+
+def test_the_close_level_setting_trades_size_for_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ratios = {}
+    for value in ("off", "1", "6", "AUTO"):
+        monkeypatch.setenv(CLOSE_LEVEL_ENV, value)
+        ratios[value] = _rewritten(tmp_path / f"{value}.cassette")
+    # Kept as written (level 3, a block flush per batch); level 1 makes most frames larger (20.5x in all), which are
+    # kept as written; level 6 saves a little for little CPU, 19 (auto, at this size) the most. (How records fall
+    # into written batches depends on the writer thread's timing: a written file's size varies by a few bytes.)
+    assert 0.99 * ratios["off"] < ratios["1"] < ratios["6"] < 28 <= ratios["AUTO"], ratios
+
+
+@pytest.mark.parametrize("value", ["0", "23", "fast", "-1", "3.5"])
+def test_a_close_level_that_is_no_zstd_level_stops_any_command_with_one_line(
+    value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(CLOSE_LEVEL_ENV, value)
+    assert main(["cassette", "ls", str(SHIPPED)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"bench: error: {CLOSE_LEVEL_ENV}={value!r} is not a zstd level: set it to 1-22, off or auto\n"
+    )
+    assert level_for(1 << 20) == 19  # code writing cassettes itself keeps the default

@@ -153,6 +153,17 @@ def test_no_bench_turns_the_plugin_off(
     assert cassettes(pytester.path) == []
 
 
+def test_a_close_level_that_is_no_zstd_level_stops_pytest_with_one_line(
+    pytester: pytest.Pytester, user_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_CLOSE_LEVEL", "max")
+    pytester.makepyfile(test_user="def test_x():\n    pass\n")
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ERROR: BENCH_CLOSE_LEVEL='max' is not a zstd level: set it to 1-22, off or auto" in result.stderr.lines
+    assert "Traceback" not in result.stderr.str()
+
+
 MARKED = """
 import pytest
 from openai import OpenAI
