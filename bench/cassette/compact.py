@@ -73,8 +73,7 @@ def compact(path: Path, raw_bytes: int, level: int | None = None) -> bool:
 
 
 def _recompressed(buf: mmap.mmap | bytes, level: int) -> Iterator[bytes]:
-    """The header frame's bytes as written, then each written frame recompressed (or as written: see MIN_RATIO, and
-    when recompressing did not make it smaller)."""
+    """The header frame's bytes as written, then each written frame recompressed (or as written, see MIN_RATIO)."""
     dobj = zstandard.ZstdDecompressor().decompressobj()
     dobj.decompress(buf[: frames.PIECE])
     if not dobj.eof:
@@ -88,13 +87,10 @@ def _recompressed(buf: mmap.mmap | bytes, level: int) -> Iterator[bytes]:
         if isinstance(event, frames.Data) and event.frame > 0:
             raw += event.data
         elif isinstance(event, frames.FrameEnd) and event.frame > 0:
-            written = event.end - start
-            again = [] if len(raw) < MIN_RATIO * written else list(segment_frames(raw, level))
-            # A low level (BENCH_CLOSE_LEVEL=1) can do worse than the writer's level 3 did: never grow a frame.
-            if again and sum(map(len, again)) < written:
-                yield from again
-            else:
+            if len(raw) < MIN_RATIO * (event.end - start):
                 yield bytes(buf[start : event.end])
+            else:
+                yield from segment_frames(raw, level)
             raw = bytearray()
             start = event.end
             ended = True
