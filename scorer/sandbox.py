@@ -12,10 +12,12 @@ A semaphore caps how many programs run at once across all scorer processes.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import math
 import os
 import pwd
+import re
 import resource
 import select
 import shutil
@@ -139,6 +141,46 @@ def network_isolation() -> bool:
     return r.exit_code == 0
 
 
+@functools.cache
+def _launchers() -> tuple[str, str] | None:
+    """util-linux's prlimit and setpriv, when both are here: the limits and the user are set by them, between exec
+    calls, instead of by Python code in the forked child. A `preexec_fn` makes subprocess fork the whole parent (a
+    scorer inside a large process: 35 ms a program from a 300 MB one, against 3.5 ms for this chain)."""
+    prlimit, setpriv = shutil.which("prlimit"), shutil.which("setpriv")
+    return (prlimit, setpriv) if prlimit is not None and setpriv is not None else None
+
+
+# How a launcher says it could not exec the next program (LANG=C.UTF-8 below: these words). unshare is not one:
+# its failures were the program's before the launchers came and stay so.
+_EXEC_FAILED = re.compile(r"\A(?:prlimit|setpriv): failed to execute [^\n]*: (?P<why>[^\n]+)\n\Z")
+
+
+def _launched(cmd: list[str], limits: Limits, user: tuple[int, int] | None, nproc: int, path: str) -> list[str]:
+    """`cmd` behind prlimit (and setpriv, to become the sandbox user): the same limits and user as _preexec, set in
+    the same order (limits first; RLIMIT_NPROC then applies to the user's processes at the next exec)."""
+    launchers = _launchers()
+    assert launchers is not None
+    program = cmd[0] if "/" in cmd[0] else shutil.which(cmd[0], path=path)
+    if program is None:
+        # What Popen raises for a missing program: the launcher would only print it.
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cmd[0])
+    prlimit, setpriv = launchers
+    cpu = math.ceil(limits.timeout_s) + 1
+    chain = [
+        prlimit,
+        f"--cpu={cpu}:{cpu + 1}",
+        f"--as={limits.memory_bytes}:{limits.memory_bytes}",
+        f"--fsize={limits.file_bytes}:{limits.file_bytes}",
+        f"--nofile={limits.open_files}:{limits.open_files}",
+        f"--nproc={nproc}:{nproc}",
+        "--core=0:0",
+        "--",
+    ]
+    if user is not None:
+        chain += [setpriv, f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups", "--"]
+    return [*chain, program, *cmd[1:]]
+
+
 def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net: bool) -> RunResult:
     user = _nobody()
     cmd = (["unshare", "-rn", *argv]) if net else list(argv)
@@ -150,17 +192,20 @@ def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net:
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
     }
+    nproc = _nproc_limit(limits, user)
+    launched = _launchers() is not None
     out_path, err_path, in_path = cwd / ".stdout", cwd / ".stderr", cwd / ".stdin"
     in_path.write_bytes(stdin)
     with open(out_path, "wb") as out, open(err_path, "wb") as err, open(in_path, "rb") as given:
         proc = subprocess.Popen(
-            cmd,
+            _launched(cmd, limits, user, nproc, env["PATH"]) if launched else cmd,
             cwd=cwd,
             env=env,
             stdin=given,
             stdout=out,
             stderr=err,
-            preexec_fn=_preexec(limits, user, _nproc_limit(limits, user)),
+            preexec_fn=None if launched else _preexec(limits, user, nproc),
+            start_new_session=launched,  # _preexec calls setsid itself
             close_fds=True,
         )
         timed_out = True
@@ -171,6 +216,13 @@ def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    if launched and proc.returncode in (126, 127) and err_path.stat().st_size < 4096:
+        failed = _EXEC_FAILED.match(err_path.read_text("utf-8", "replace"))
+        if failed is not None:
+            # The exec Popen itself would have made, failed in a launcher: raised as Popen raises it.
+            if failed["why"] == os.strerror(errno.EAGAIN):
+                raise BlockingIOError(errno.EAGAIN, failed["why"])
+            raise OSError(failed["why"])
     # Python ignores SIGXFSZ and fails its write with EFBIG instead: a file at the cap is the sign of either.
     full = max(out_path.stat().st_size, err_path.stat().st_size) >= limits.file_bytes
     stdout = out_path.read_bytes()[:MAX_OUTPUT].decode("utf-8", "replace")

@@ -9,6 +9,34 @@ from scorer.evaluators.code import extract_code
 from tests.scorer.helpers import ctx, score
 
 
+@pytest.fixture(autouse=True, params=["launchers", "preexec"])
+def spawn_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each limit holds both ways a program is started: behind util-linux's prlimit and setpriv when they are here,
+    else set by Python in the forked child."""
+    if request.param == "launchers" and sandbox._launchers() is None:
+        pytest.skip("prlimit and setpriv are not installed here")
+    if request.param == "preexec":
+        monkeypatch.setattr(sandbox, "_launchers", lambda: None)
+    return str(request.param)
+
+
+def test_limits_and_session_are_set_before_the_program_starts() -> None:
+    code = (
+        "import os, resource as r\n"
+        "names = ['CPU', 'AS', 'FSIZE', 'NOFILE', 'CORE']\n"
+        "print([r.getrlimit(getattr(r, 'RLIMIT_' + n)) for n in names], os.getsid(0) == os.getpid())\n"
+    )
+    result = sandbox.run_python(code, "", 2.5)
+    limits = sandbox.Limits()
+    expected = [(4, 5), (limits.memory_bytes,) * 2, (limits.file_bytes,) * 2, (limits.open_files,) * 2, (0, 0)]
+    assert result is not None and result.ok and result.stdout == f"{[tuple(e) for e in expected]} True\n"
+
+
+def test_a_missing_program_is_an_os_error_as_from_popen() -> None:
+    with sandbox.Sandbox() as box, pytest.raises(FileNotFoundError):
+        sandbox._spawn(["no-such-program-here"], box.dir, b"", sandbox.Limits(), net=False)
+
+
 def run(code: str, timeout: float = 2.0) -> sandbox.RunResult:
     result = sandbox.run_python(code, "", timeout)
     assert result is not None
@@ -131,3 +159,28 @@ def test_other_sandboxes_processes_do_not_stop_a_program_from_starting() -> None
         sleepers.wait()
         assert sleepers.stdout is not None
         sleepers.stdout.close()
+
+
+@pytest.mark.skipif(sandbox._nobody() is None, reason="programs run as the sandbox user only when bench runs as root")
+def test_a_program_that_cannot_start_for_want_of_processes_raises_what_popen_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Sandbox.run retries on BlockingIOError (a program that never started is safe to start again): both ways of
+    # starting one must raise it when the sandbox user is past its process limit at the exec.
+    import os
+    import subprocess
+
+    uid, gid = sandbox._nobody()  # type: ignore[misc]
+
+    def as_sandbox_user() -> None:
+        os.setgid(gid)
+        os.setuid(uid)
+
+    sleeper = subprocess.Popen(["sleep", "60"], preexec_fn=as_sandbox_user, start_new_session=True)
+    monkeypatch.setattr(sandbox, "_nproc_limit", lambda limits, user: 1)
+    try:
+        with sandbox.Sandbox() as box, pytest.raises(BlockingIOError):
+            sandbox._spawn(["true"], box.dir, b"", sandbox.Limits(), net=False)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
