@@ -152,6 +152,7 @@ def _launchers() -> tuple[str, str] | None:
 
 # How a launcher says it could not exec the next program (LANG=C.UTF-8 below: these words). unshare is not one:
 # its failures were the program's before the launchers came and stay so.
+_ERRNO_BY_TEXT = {os.strerror(code): code for code in errno.errorcode}
 _EXEC_FAILED = re.compile(r"\A(?:prlimit|setpriv): failed to execute [^\n]*: (?P<why>[^\n]+)\n\Z")
 
 
@@ -219,10 +220,10 @@ def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net:
     if launched and proc.returncode in (126, 127) and err_path.stat().st_size < 4096:
         failed = _EXEC_FAILED.match(err_path.read_text("utf-8", "replace"))
         if failed is not None:
-            # The exec Popen itself would have made, failed in a launcher: raised as Popen raises it.
-            if failed["why"] == os.strerror(errno.EAGAIN):
-                raise BlockingIOError(errno.EAGAIN, failed["why"])
-            raise OSError(failed["why"])
+            # The exec Popen itself would have made, failed in a launcher: raised as Popen raises it (OSError with
+            # an errno is its subclass: BlockingIOError for EAGAIN, PermissionError for EACCES).
+            code = _ERRNO_BY_TEXT.get(failed["why"])
+            raise OSError(code, failed["why"]) if code is not None else OSError(failed["why"])
     # Python ignores SIGXFSZ and fails its write with EFBIG instead: a file at the cap is the sign of either.
     full = max(out_path.stat().st_size, err_path.stat().st_size) >= limits.file_bytes
     stdout = out_path.read_bytes()[:MAX_OUTPUT].decode("utf-8", "replace")

@@ -32,9 +32,14 @@ def test_limits_and_session_are_set_before_the_program_starts() -> None:
     assert result is not None and result.ok and result.stdout == f"{[tuple(e) for e in expected]} True\n"
 
 
-def test_a_missing_program_is_an_os_error_as_from_popen() -> None:
-    with sandbox.Sandbox() as box, pytest.raises(FileNotFoundError):
-        sandbox._spawn(["no-such-program-here"], box.dir, b"", sandbox.Limits(), net=False)
+def test_a_program_that_cannot_be_executed_raises_what_popen_raises() -> None:
+    with sandbox.Sandbox() as box:
+        with pytest.raises(FileNotFoundError):
+            sandbox._spawn(["no-such-program-here"], box.dir, b"", sandbox.Limits(), net=False)
+        script = box.write("not-executable", "#!/bin/sh\necho ran\n")
+        script.chmod(0o644)
+        with pytest.raises(PermissionError):
+            sandbox._spawn([str(script)], box.dir, b"", sandbox.Limits(), net=False)
 
 
 def run(code: str, timeout: float = 2.0) -> sandbox.RunResult:
