@@ -17,7 +17,6 @@ import functools
 import math
 import os
 import pwd
-import re
 import resource
 import select
 import shutil
@@ -150,15 +149,13 @@ def _launchers() -> tuple[str, str] | None:
     return (prlimit, setpriv) if prlimit is not None and setpriv is not None else None
 
 
-# How a launcher says it could not exec the next program (LANG=C.UTF-8 below: these words). unshare is not one:
-# its failures were the program's before the launchers came and stay so.
-_ERRNO_BY_TEXT = {os.strerror(code): code for code in errno.errorcode}
-_EXEC_FAILED = re.compile(r"\A(?:prlimit|setpriv): failed to execute [^\n]*: (?P<why>[^\n]+)\n\Z")
-
-
 def _launched(cmd: list[str], limits: Limits, user: tuple[int, int] | None, nproc: int, path: str) -> list[str]:
-    """`cmd` behind prlimit (and setpriv, to become the sandbox user): the same limits and user as _preexec, set in
-    the same order (limits first; RLIMIT_NPROC then applies to the user's processes at the next exec)."""
+    """`cmd` behind setpriv (to become the sandbox user, when bench runs as root) and prlimit: the same user and
+    limits as _preexec. The user comes first and the limits after, as that user (lowering a limit needs no
+    privilege): the kernel fails an exec with EAGAIN only for a process that was over RLIMIT_NPROC when its user
+    changed, so no exec in this chain can fail for want of processes (the program's own forks are limited as
+    before). Any other failure of a launcher (a program that cannot be executed) is the program's result, as
+    unshare's always were: nothing the program can print is read as the launchers' own message."""
     launchers = _launchers()
     assert launchers is not None
     program = cmd[0] if "/" in cmd[0] else shutil.which(cmd[0], path=path)
@@ -167,7 +164,8 @@ def _launched(cmd: list[str], limits: Limits, user: tuple[int, int] | None, npro
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cmd[0])
     prlimit, setpriv = launchers
     cpu = math.ceil(limits.timeout_s) + 1
-    chain = [
+    chain = [] if user is None else [setpriv, f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups", "--"]
+    chain += [
         prlimit,
         f"--cpu={cpu}:{cpu + 1}",
         f"--as={limits.memory_bytes}:{limits.memory_bytes}",
@@ -177,8 +175,6 @@ def _launched(cmd: list[str], limits: Limits, user: tuple[int, int] | None, npro
         "--core=0:0",
         "--",
     ]
-    if user is not None:
-        chain += [setpriv, f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups", "--"]
     return [*chain, program, *cmd[1:]]
 
 
@@ -217,13 +213,6 @@ def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    if launched and proc.returncode in (126, 127) and err_path.stat().st_size < 4096:
-        failed = _EXEC_FAILED.match(err_path.read_text("utf-8", "replace"))
-        if failed is not None:
-            # The exec Popen itself would have made, failed in a launcher: raised as Popen raises it (OSError with
-            # an errno is its subclass: BlockingIOError for EAGAIN, PermissionError for EACCES).
-            code = _ERRNO_BY_TEXT.get(failed["why"])
-            raise OSError(code, failed["why"]) if code is not None else OSError(failed["why"])
     # Python ignores SIGXFSZ and fails its write with EFBIG instead: a file at the cap is the sign of either.
     full = max(out_path.stat().st_size, err_path.stat().st_size) >= limits.file_bytes
     stdout = out_path.read_bytes()[:MAX_OUTPUT].decode("utf-8", "replace")

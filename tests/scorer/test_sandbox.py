@@ -32,14 +32,29 @@ def test_limits_and_session_are_set_before_the_program_starts() -> None:
     assert result is not None and result.ok and result.stdout == f"{[tuple(e) for e in expected]} True\n"
 
 
-def test_a_program_that_cannot_be_executed_raises_what_popen_raises() -> None:
+def test_a_missing_program_raises_what_popen_raises_and_one_not_executable_never_runs(spawn_path: str) -> None:
     with sandbox.Sandbox() as box:
         with pytest.raises(FileNotFoundError):
             sandbox._spawn(["no-such-program-here"], box.dir, b"", sandbox.Limits(), net=False)
         script = box.write("not-executable", "#!/bin/sh\necho ran\n")
         script.chmod(0o644)
-        with pytest.raises(PermissionError):
-            sandbox._spawn([str(script)], box.dir, b"", sandbox.Limits(), net=False)
+        if spawn_path == "preexec":
+            with pytest.raises(PermissionError):
+                sandbox._spawn([str(script)], box.dir, b"", sandbox.Limits(), net=False)
+        else:  # the launcher's exec fails: the program's result, as behind unshare
+            result = sandbox._spawn([str(script)], box.dir, b"", sandbox.Limits(), net=False)
+            assert result.exit_code == 126 and "Permission denied" in result.stderr and result.stdout == ""
+
+
+def test_what_a_program_prints_is_never_taken_for_a_launcher_failing() -> None:
+    # An answer's program that prints a launcher's own words and exits as a launcher does is a failed program.
+    code = (
+        "import sys\n"
+        "sys.stderr.write('setpriv: failed to execute x: Resource temporarily unavailable\\n')\n"
+        "sys.exit(126)\n"
+    )
+    result = sandbox.run_python(code, "", 2.5)
+    assert result is not None and result.exit_code == 126 and not result.ok
 
 
 def run(code: str, timeout: float = 2.0) -> sandbox.RunResult:
@@ -167,11 +182,12 @@ def test_other_sandboxes_processes_do_not_stop_a_program_from_starting() -> None
 
 
 @pytest.mark.skipif(sandbox._nobody() is None, reason="programs run as the sandbox user only when bench runs as root")
-def test_a_program_that_cannot_start_for_want_of_processes_raises_what_popen_raises(
-    monkeypatch: pytest.MonkeyPatch,
+def test_a_program_started_with_its_user_past_the_process_limit(
+    monkeypatch: pytest.MonkeyPatch, spawn_path: str
 ) -> None:
-    # Sandbox.run retries on BlockingIOError (a program that never started is safe to start again): both ways of
-    # starting one must raise it when the sandbox user is past its process limit at the exec.
+    # Set in the forked child, the limit fails the exec with EAGAIN (raised as BlockingIOError, which Sandbox.run
+    # retries); behind the launchers the user changes before the limit is set, so the program starts, and the limit
+    # still stops its forks.
     import os
     import subprocess
 
@@ -183,9 +199,17 @@ def test_a_program_that_cannot_start_for_want_of_processes_raises_what_popen_rai
 
     sleeper = subprocess.Popen(["sleep", "60"], preexec_fn=as_sandbox_user, start_new_session=True)
     monkeypatch.setattr(sandbox, "_nproc_limit", lambda limits, user: 1)
+    python = sandbox.python_interpreter()
+    assert python is not None
+    code = "import os\ntry:\n    os.fork()\nexcept BlockingIOError:\n    print('fork refused')\n"
     try:
-        with sandbox.Sandbox() as box, pytest.raises(BlockingIOError):
-            sandbox._spawn(["true"], box.dir, b"", sandbox.Limits(), net=False)
+        with sandbox.Sandbox() as box:
+            if spawn_path == "preexec":
+                with pytest.raises(BlockingIOError):
+                    sandbox._spawn([python, "-I", "-c", code], box.dir, b"", sandbox.Limits(), net=False)
+            else:
+                result = sandbox._spawn([python, "-I", "-c", code], box.dir, b"", sandbox.Limits(), net=False)
+                assert result.ok and result.stdout == "fork refused\n", result
     finally:
         sleeper.kill()
         sleeper.wait()
