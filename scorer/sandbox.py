@@ -101,17 +101,27 @@ def _user_process_count(uid: int) -> int:
     return n
 
 
-def _preexec(limits: Limits, user: tuple[int, int] | None, nproc: int) -> Callable[[], None]:
+def _rlimits(limits: Limits, nproc: int) -> list[tuple[str, int, int]]:
+    """(name, soft, hard) of every limit a program runs under: RLIMIT_<NAME> for setrlimit, --<name> for prlimit.
+    One list for both ways a program is started, so they cannot set different limits."""
     cpu = math.ceil(limits.timeout_s) + 1
+    return [
+        ("CPU", cpu, cpu + 1),
+        ("AS", limits.memory_bytes, limits.memory_bytes),
+        ("FSIZE", limits.file_bytes, limits.file_bytes),
+        ("NOFILE", limits.open_files, limits.open_files),
+        ("NPROC", nproc, nproc),
+        ("CORE", 0, 0),
+    ]
+
+
+def _preexec(limits: Limits, user: tuple[int, int] | None, nproc: int) -> Callable[[], None]:
+    rlimits = [(getattr(resource, f"RLIMIT_{name}"), soft, hard) for name, soft, hard in _rlimits(limits, nproc)]
 
     def setup() -> None:
         os.setsid()
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        for which, soft, hard in rlimits:
+            resource.setrlimit(which, (soft, hard))
         if user is not None:
             os.setgroups([])
             os.setgid(user[1])
@@ -149,32 +159,22 @@ def _launchers() -> tuple[str, str] | None:
     return (prlimit, setpriv) if prlimit is not None and setpriv is not None else None
 
 
-def _launched(cmd: list[str], limits: Limits, user: tuple[int, int] | None, nproc: int, path: str) -> list[str]:
+def _launched(
+    cmd: list[str], launchers: tuple[str, str], limits: Limits, user: tuple[int, int] | None, nproc: int, path: str
+) -> list[str]:
     """`cmd` behind setpriv (to become the sandbox user, when bench runs as root) and prlimit: the same user and
     limits as _preexec. The user comes first and the limits after, as that user (lowering a limit needs no
     privilege): the kernel fails an exec with EAGAIN only for a process that was over RLIMIT_NPROC when its user
     changed, so no exec in this chain can fail for want of processes (the program's own forks are limited as
     before). Any other failure of a launcher (a program that cannot be executed) is the program's result, as
     unshare's always were: nothing the program can print is read as the launchers' own message."""
-    launchers = _launchers()
-    assert launchers is not None
     program = cmd[0] if "/" in cmd[0] else shutil.which(cmd[0], path=path)
     if program is None:
         # What Popen raises for a missing program: the launcher would only print it.
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cmd[0])
     prlimit, setpriv = launchers
-    cpu = math.ceil(limits.timeout_s) + 1
     chain = [] if user is None else [setpriv, f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups", "--"]
-    chain += [
-        prlimit,
-        f"--cpu={cpu}:{cpu + 1}",
-        f"--as={limits.memory_bytes}:{limits.memory_bytes}",
-        f"--fsize={limits.file_bytes}:{limits.file_bytes}",
-        f"--nofile={limits.open_files}:{limits.open_files}",
-        f"--nproc={nproc}:{nproc}",
-        "--core=0:0",
-        "--",
-    ]
+    chain += [prlimit, *(f"--{name.lower()}={soft}:{hard}" for name, soft, hard in _rlimits(limits, nproc)), "--"]
     return [*chain, program, *cmd[1:]]
 
 
@@ -190,19 +190,19 @@ def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net:
         "PYTHONHASHSEED": "0",
     }
     nproc = _nproc_limit(limits, user)
-    launched = _launchers() is not None
+    launchers = _launchers()
     out_path, err_path, in_path = cwd / ".stdout", cwd / ".stderr", cwd / ".stdin"
     in_path.write_bytes(stdin)
     with open(out_path, "wb") as out, open(err_path, "wb") as err, open(in_path, "rb") as given:
         proc = subprocess.Popen(
-            _launched(cmd, limits, user, nproc, env["PATH"]) if launched else cmd,
+            cmd if launchers is None else _launched(cmd, launchers, limits, user, nproc, env["PATH"]),
             cwd=cwd,
             env=env,
             stdin=given,
             stdout=out,
             stderr=err,
-            preexec_fn=None if launched else _preexec(limits, user, nproc),
-            start_new_session=launched,  # _preexec calls setsid itself
+            preexec_fn=_preexec(limits, user, nproc) if launchers is None else None,
+            start_new_session=launchers is not None,  # _preexec calls setsid itself
             close_fds=True,
         )
         timed_out = True

@@ -26,10 +26,10 @@ def test_limits_and_session_are_set_before_the_program_starts() -> None:
         "names = ['CPU', 'AS', 'FSIZE', 'NOFILE', 'CORE']\n"
         "print([r.getrlimit(getattr(r, 'RLIMIT_' + n)) for n in names], os.getsid(0) == os.getpid())\n"
     )
-    result = sandbox.run_python(code, "", 2.5)
+    result = run(code, timeout=2.5)
     limits = sandbox.Limits()
     expected = [(4, 5), (limits.memory_bytes,) * 2, (limits.file_bytes,) * 2, (limits.open_files,) * 2, (0, 0)]
-    assert result is not None and result.ok and result.stdout == f"{[tuple(e) for e in expected]} True\n"
+    assert result.ok and result.stdout == f"{[tuple(e) for e in expected]} True\n"
 
 
 def test_a_missing_program_raises_what_popen_raises_and_one_not_executable_never_runs(spawn_path: str) -> None:
@@ -53,8 +53,20 @@ def test_what_a_program_prints_is_never_taken_for_a_launcher_failing() -> None:
         "sys.stderr.write('setpriv: failed to execute x: Resource temporarily unavailable\\n')\n"
         "sys.exit(126)\n"
     )
-    result = sandbox.run_python(code, "", 2.5)
-    assert result is not None and result.exit_code == 126 and not result.ok
+    result = run(code, timeout=2.5)
+    assert result.exit_code == 126 and not result.ok
+
+
+SANDBOX_USER = sandbox._nobody()  # looked up here, not in a forked child
+
+
+def _as_sandbox_user() -> None:
+    """preexec_fn of a helper process that belongs to the sandbox user (its processes count toward the limit)."""
+    import os
+
+    assert SANDBOX_USER is not None
+    os.setgid(SANDBOX_USER[1])
+    os.setuid(SANDBOX_USER[0])
 
 
 def run(code: str, timeout: float = 2.0) -> sandbox.RunResult:
@@ -156,18 +168,14 @@ def test_other_sandboxes_processes_do_not_stop_a_program_from_starting() -> None
     import os
     import subprocess
 
-    uid, gid = sandbox._nobody()  # type: ignore[misc]
-
-    def as_sandbox_user() -> None:
-        os.setgid(gid)
-        os.setuid(uid)
+    uid, _ = sandbox._nobody()  # type: ignore[misc]
 
     # One shell as the sandbox user starts the sleepers (forking the test process once each took most of a minute on
     # a loaded machine) and says so once every one of them exists: the program below starts after them, by design.
     count = 2 * sandbox.Limits().processes + 8
     script = f"for i in $(seq {count}); do sleep 60 >/dev/null 2>&1 & done; echo started; wait"
     sleepers = subprocess.Popen(
-        ["sh", "-c", script], preexec_fn=as_sandbox_user, start_new_session=True, stdout=subprocess.PIPE
+        ["sh", "-c", script], preexec_fn=_as_sandbox_user, start_new_session=True, stdout=subprocess.PIPE
     )
     try:
         assert sleepers.stdout is not None and sleepers.stdout.readline() == b"started\n"
@@ -188,16 +196,9 @@ def test_a_program_started_with_its_user_past_the_process_limit(
     # Set in the forked child, the limit fails the exec with EAGAIN (raised as BlockingIOError, which Sandbox.run
     # retries); behind the launchers the user changes before the limit is set, so the program starts, and the limit
     # still stops its forks.
-    import os
     import subprocess
 
-    uid, gid = sandbox._nobody()  # type: ignore[misc]
-
-    def as_sandbox_user() -> None:
-        os.setgid(gid)
-        os.setuid(uid)
-
-    sleeper = subprocess.Popen(["sleep", "60"], preexec_fn=as_sandbox_user, start_new_session=True)
+    sleeper = subprocess.Popen(["sleep", "60"], preexec_fn=_as_sandbox_user, start_new_session=True)
     monkeypatch.setattr(sandbox, "_nproc_limit", lambda limits, user: 1)
     python = sandbox.python_interpreter()
     assert python is not None
