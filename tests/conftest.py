@@ -16,13 +16,13 @@ from tests.support.llm_server import gguf_path, llama_server
 # One moto S3 server for the session: imported in each area's conftest, each would start its own.
 from tests.support.s3 import s3, s3_server  # noqa: F401 - fixtures
 
-# Hypothesis times each example (200 ms deadline) and the generation of data (too_slow): both are wall-clock limits,
-# which fail on a loaded machine with no bug to find. What the properties assert does not depend on time.
 # Every cassette a test closes is recompressed at level 6, not 19: level 19 spent ~34 s of the suite's CPU on test
 # traffic, while the compaction code runs the same at any level. Set here, it reaches every process a test starts;
 # the tests of the default levels and sizes (tests/bench/cassette/test_size.py) take it away.
 os.environ.setdefault(CLOSE_LEVEL_ENV, "6")
 
+# Hypothesis times each example (200 ms deadline) and the generation of data (too_slow): both are wall-clock limits,
+# which fail on a loaded machine with no bug to find. What the properties assert does not depend on time.
 settings.register_profile("bench", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("bench")
 

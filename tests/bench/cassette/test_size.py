@@ -38,7 +38,7 @@ def _rewritten(path: Path) -> float:
 def test_a_recording_closed_by_the_writer_is_28x_smaller_than_its_traffic(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(CLOSE_LEVEL_ENV, raising=False)  # the suite closes at level 1 (tests/conftest.py)
+    monkeypatch.delenv(CLOSE_LEVEL_ENV, raising=False)  # the suite closes at level 6 (tests/conftest.py)
     assert _rewritten(tmp_path / "auto.cassette") >= 28
 
 
