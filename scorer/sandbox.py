@@ -119,7 +119,6 @@ def _preexec(limits: Limits, user: tuple[int, int] | None, nproc: int) -> Callab
     rlimits = [(getattr(resource, f"RLIMIT_{name}"), soft, hard) for name, soft, hard in _rlimits(limits, nproc)]
 
     def setup() -> None:
-        os.setsid()
         for which, soft, hard in rlimits:
             resource.setrlimit(which, (soft, hard))
         if user is not None:
@@ -202,7 +201,7 @@ def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net:
             stdout=out,
             stderr=err,
             preexec_fn=_preexec(limits, user, nproc) if launchers is None else None,
-            start_new_session=launchers is not None,  # _preexec calls setsid itself
+            start_new_session=True,  # before any preexec_fn, in the child
             close_fds=True,
         )
         timed_out = True
