@@ -25,16 +25,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.cassette import CassetteReader, CassetteWriter  # noqa: E402
-from bench.cassette import compact as compact_module  # noqa: E402
-from bench.cassette import writer as writer_module  # noqa: E402
-from bench.cassette.records import (  # noqa: E402
-    Exchange,
-    Request,
-    Response,
-    RunMeta,
-)
-from bench.errors import CassetteError  # noqa: E402
+from bench.core.cassette import CassetteReader, CassetteWriter  # noqa: E402
+from bench.core.cassette import compact as compact_module  # noqa: E402
+from bench.core.cassette import writer as writer_module  # noqa: E402
+from bench.core.cassette.records import Exchange, Request, Response, RunMeta  # noqa: E402
+from bench.core.errors import CassetteError  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
 

@@ -33,11 +33,11 @@ import msgpack  # noqa: E402
 import msgspec  # noqa: E402
 import zstandard  # noqa: E402
 
-from bench.cassette import CassetteReader, CassetteWriter, Redactor  # noqa: E402
-from bench.cassette.cassette_command import traffic_bytes  # noqa: E402
-from bench.cassette.compact import compact, level_for  # noqa: E402
-from bench.cassette.records import Exchange, Header  # noqa: E402
-from bench.cassette.writer import Packed  # noqa: E402
+from bench.cli.cassette_command import traffic_bytes  # noqa: E402
+from bench.core.cassette import CassetteReader, CassetteWriter, Redactor  # noqa: E402
+from bench.core.cassette.compact import compact, level_for  # noqa: E402
+from bench.core.cassette.records import Exchange, Header  # noqa: E402
+from bench.core.cassette.writer import Packed  # noqa: E402
 from tests.support.serve import serve_on_loopback  # noqa: E402
 
 Record = dict[str, Any]
@@ -123,7 +123,7 @@ async def mock_records(directory: Path, streams: int = 20, tokens: int = 40) -> 
     import proxy_overhead
     from aiohttp import web
 
-    from proxy import start_proxy
+    from bench.proxy import start_proxy
 
     proxy_overhead._VOCAB = proxy_overhead._vocabulary()
 

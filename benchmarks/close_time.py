@@ -24,10 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.cassette import CassetteReader, CassetteWriter  # noqa: E402
-from bench.cassette.compact import compact, replace_atomically, segment_frames  # noqa: E402
-from bench.cassette.frames import FrameEnd, open_bytes, walk  # noqa: E402
-from bench.cassette.records import Exchange, Part, Request, Response  # noqa: E402
+from bench.core.cassette import CassetteReader, CassetteWriter  # noqa: E402
+from bench.core.cassette.compact import compact, replace_atomically, segment_frames  # noqa: E402
+from bench.core.cassette.frames import FrameEnd, open_bytes, walk  # noqa: E402
+from bench.core.cassette.records import Exchange, Part, Request, Response  # noqa: E402
 
 
 def answer(mb: int, kind: str) -> bytes:

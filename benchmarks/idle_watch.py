@@ -1,5 +1,5 @@
 """What the idle timeout costs a request's start: a timer per exchange (made, pushed on the loop's heap, cancelled
-when the exchange ends) against proxy.watchdog's shared sweep (the exchange added to a set and taken out), side by
+when the exchange ends) against bench.proxy.watchdog's shared sweep (the exchange added to a set and taken out), side by
 side in interleaved rounds of 256 exchanges starting together, as a burst of requests does.
 
     .venv/bin/python benchmarks/idle_watch.py [--rounds 40]
@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from proxy.watchdog import IdleSweep
+from bench.proxy.watchdog import IdleSweep
 from tests.support.records import live_exchange
 
 BURST = 256

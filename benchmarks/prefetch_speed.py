@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import storage  # noqa: E402
+from bench.core import storage  # noqa: E402
+from bench.scorer import pipeline  # noqa: E402
 from benchmarks.scale import read_all, time_rounds, without_prefetch  # noqa: E402
-from scorer import pipeline  # noqa: E402
 from tests.support.s3 import start_moto  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"

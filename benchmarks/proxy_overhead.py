@@ -616,7 +616,7 @@ def recorded(directory: Path, streams: int) -> Recorded:
     """Read a recording target's cassettes: the load phase's recorded ITLs by round (the round is in the seed) and
     loop lags; sizes; the proxy's own time before forwarding and in total, per exchange, as it recorded them."""
     sys.path.insert(0, str(ROOT))
-    from bench.cassette import CassetteReader, find_cassettes
+    from bench.core.cassette import CassetteReader, find_cassettes
 
     out = Recorded({}, [], 0, 0, 0, 0, [], [])
     for path in find_cassettes([directory]):

@@ -211,7 +211,7 @@ def install(out: str, writer: bool = True) -> None:
 
 
 def _probe_writer(probe: Probe) -> None:
-    from bench.cassette import columns, writer
+    from bench.core.cassette import columns, writer
 
     payload_parts, prefix, write_now = columns.payload_parts, writer.prefix, writer.CassetteWriter._write_now
     held = threading.local()

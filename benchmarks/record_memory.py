@@ -155,8 +155,8 @@ async def in_file(folder: Path, pattern: str, n: int) -> None:
     the proxy has built its record (the response's end waits for the record, the body does not), and building it
     (decoding a compressed body, redaction) is part of the peak."""
     sys.path.insert(0, str(ROOT))
-    from bench.cassette import CassetteReader
-    from bench.errors import CassetteError
+    from bench.core.cassette import CassetteReader
+    from bench.core.errors import CassetteError
 
     for _ in range(3000):
         for path in folder.glob(pattern):
@@ -171,7 +171,7 @@ async def in_file(folder: Path, pattern: str, n: int) -> None:
 
 def recorded_ok(path: Path, want: str, n: int) -> bool:
     sys.path.insert(0, str(ROOT))
-    from bench.cassette import read_cassette
+    from bench.core.cassette import read_cassette
 
     _, records = read_cassette(path)
     return len(records) == n and all(hashlib.sha256(b"".join(r.response.chunks)).hexdigest() == want for r in records)

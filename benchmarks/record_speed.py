@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.cassette import read_cassette
-from bench.parse import parse_exchange
-from catalog.driver.config import RecordConfig
-from catalog.driver.record_run import record
-from catalog.model import load_catalog
-from catalog.sim import start_sim
+from bench.catalog.driver.config import RecordConfig
+from bench.catalog.driver.record_run import record
+from bench.catalog.model import load_catalog
+from bench.catalog.sim import start_sim
+from bench.core.cassette import read_cassette
+from bench.core.parse import parse_exchange
 
 MODELS = ["oracle", "flawed-no-call", "flawed-wrong-args"]
 EPOCHS = 3

@@ -1,4 +1,5 @@
-"""Where recording's own CPU per exchange goes: each step of the record-building task (proxy.persist), timed on the
+"""Where recording's own CPU per exchange goes: each step of the record-building task (bench.proxy.persist), timed on
+the
 exchange `benchmarks/proxy_overhead.py` sends (44 reads of ~240 bytes, a client key to scrub).
 
     .venv/bin/python benchmarks/record_steps.py                  # this tree's steps
@@ -43,9 +44,9 @@ def measure(count: int) -> dict[str, Any]:
     sys.path.insert(0, str(HERE))
     import proxy_overhead as po
 
-    from bench.cassette import CassetteWriter
-    from proxy.persist import Persister
-    from proxy.recorder import Exchange
+    from bench.core.cassette import CassetteWriter
+    from bench.proxy.persist import Persister
+    from bench.proxy.recorder import Exchange
 
     po._VOCAB = po._vocabulary()
 

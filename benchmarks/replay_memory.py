@@ -19,8 +19,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.cassette import CassetteReader, find_cassettes  # noqa: E402
-from proxy.recordings import ReplayIndex, replayable  # noqa: E402
+from bench.core.cassette import CassetteReader, find_cassettes  # noqa: E402
+from bench.proxy.recordings import ReplayIndex, replayable  # noqa: E402
 
 
 def held(load: Any) -> tuple[Any, int, float]:

@@ -30,8 +30,8 @@ import gc, io, json, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 from pathlib import Path
 from rich.console import Console
-from scorer.report import aggregate, load
-from scorer.report.formats import FORMATS, Target, report_document
+from bench.scorer.report import aggregate, load
+from bench.scorer.report.formats import FORMATS, Target, report_document
 t1 = time.perf_counter()
 scores = load.load(Path(sys.argv[1]))
 t2 = time.perf_counter()

@@ -25,13 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.cassette import CassetteWriter  # noqa: E402
+from bench.core.cassette import CassetteWriter  # noqa: E402
+from bench.scorer.synth import exchange_record  # noqa: E402
 from benchmarks import rescore_speed  # noqa: E402
-from scorer.synth import exchange_record  # noqa: E402
 
 CATALOG_CODE = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from benchmarks.rescore_speed import bench_catalog; import catalog.model as t; "
+    "from benchmarks.rescore_speed import bench_catalog; import bench.catalog.model as t; "
     "t.load_catalog = lambda *a, **k: bench_catalog(); "
     "from bench.cli import main; code = main(sys.argv[2:]); "
     "print(next(line for line in open('/proc/self/status') if line.startswith('VmHWM')), file=sys.stderr); "

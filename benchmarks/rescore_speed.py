@@ -1,8 +1,8 @@
 """Exchanges scored per second by `bench rescore` for typical ~300-token streams with text and tool evaluators.
 
 Builds a synthetic cassette of N exchanges (SSE chunks of ~237 B, as a real small model streams them; half plain
-answers, half tool calls), then times scorer.pipeline.rescore with one job and with all cores, side by side in
-one run, best of `--rounds`. Also times bench.parse alone over the same records to show where the time goes.
+answers, half tool calls), then times bench.scorer.pipeline.rescore with one job and with all cores, side by side in
+one run, best of `--rounds`. Also times bench.core.parse alone over the same records to show where the time goes.
 
 Then untagged traffic, as agents and other clients send it: the same answers without X-Bench-* tags, once as Chat
 Completions streams and once as Responses API event streams (`event:` + `data:` lines, sequence numbers, item ids,
@@ -31,12 +31,12 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.cassette import CassetteReader, CassetteWriter  # noqa: E402
-from bench.cassette.records import RunMeta  # noqa: E402
-from bench.parse import parse_exchange  # noqa: E402
-from catalog.model import Catalog, Check, TestSpec  # noqa: E402
-from scorer.pipeline import rescore  # noqa: E402
-from scorer.synth import exchange_record  # noqa: E402
+from bench.catalog.model import Catalog, Check, TestSpec  # noqa: E402
+from bench.core.cassette import CassetteReader, CassetteWriter  # noqa: E402
+from bench.core.cassette.records import RunMeta  # noqa: E402
+from bench.core.parse import parse_exchange  # noqa: E402
+from bench.scorer.pipeline import rescore  # noqa: E402
+from bench.scorer.synth import exchange_record  # noqa: E402
 
 TOKENS = 300
 TOOL = {
@@ -289,7 +289,7 @@ def build(path: Path, n: int) -> tuple[float, int]:
 
 
 def parse_all(path: Path) -> None:
-    """bench.parse over every record, results dropped at once and GC off, as the pipeline runs it."""
+    """bench.core.parse over every record, results dropped at once and GC off, as the pipeline runs it."""
     gc.disable()
     try:
         for r in CassetteReader(path):
@@ -313,7 +313,7 @@ def peak_rss_mib(path: Path) -> float:
     Read from VmHWM, which a new program starts afresh: ru_maxrss would carry over this (large) parent's peak."""
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); from benchmarks.rescore_speed import bench_catalog; "
-        "from scorer.pipeline import rescore; rescore([sys.argv[2]], catalog=bench_catalog(), jobs=1); "
+        "from bench.scorer.pipeline import rescore; rescore([sys.argv[2]], catalog=bench_catalog(), jobs=1); "
         "print(next(line for line in open('/proc/self/status') if line.startswith('VmHWM')))"
     )
     out = subprocess.run([sys.executable, "-c", code, str(ROOT), str(path)], capture_output=True, check=True, text=True)
@@ -351,10 +351,10 @@ def main() -> None:
             _, raw4 = build(big, 4 * n)
             rss = [(n, raw, peak_rss_mib(path)), (4 * n, raw4, peak_rss_mib(big))]
     print(f"read only (decompress + unpack): {n / read:9.0f} exchanges/s")
-    print(f"read + bench.parse:              {n / parse:9.0f} exchanges/s  (parse share of jobs=1: {parse / one:.0%})")
+    print(f"read + parse:                    {n / parse:9.0f} exchanges/s  (parse share of jobs=1: {parse / one:.0%})")
     print(f"rescore --jobs 1:                {n / one:9.0f} exchanges/s  (goal: >= 1000 per core)")
     print(
-        f"CPU time, jobs=1: {n / one_cpu:.0f} exchanges/s per core; bench.parse alone {n / parse_cpu:.0f}/s "
+        f"CPU time, jobs=1: {n / one_cpu:.0f} exchanges/s per core; bench.core.parse alone {n / parse_cpu:.0f}/s "
         f"= {parse_cpu / one_cpu:.0%} of the CPU time"
     )
     print(f"rescore --jobs {cores}:                {n / many:9.0f} exchanges/s  ({one / many:.2f}x of jobs=1)")

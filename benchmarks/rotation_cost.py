@@ -53,7 +53,7 @@ async def one_round(url: str, seed: int, streams: int, tokens: int) -> list[floa
 
 def count_records(folder: Path) -> tuple[int, int, list[int]]:
     """(cassettes, exchanges, each exchange's loop lag in us: the proxy's longest loop stall while it was in flight)."""
-    from bench.cassette import CassetteReader
+    from bench.core.cassette import CassetteReader
 
     files = sorted(folder.glob("*.cassette"))
     records = 0

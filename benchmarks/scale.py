@@ -1,7 +1,7 @@
 """Rescore throughput beyond the process pool: Dask LocalClusters and cassettes on S3, side by side in one run.
 
 Builds a folder of `--copies` copies of the shipped SmolLM2 recording (180 real exchanges each, scored with the
-built-in catalog), then, in interleaved rounds, times `scorer.pipeline.rescore` over it: in-process (1 job), the
+built-in catalog), then, in interleaved rounds, times `bench.scorer.pipeline.rescore` over it: in-process (1 job), the
 process pool (2 jobs), a LocalCluster of 1 and of 2 worker processes (started once, before the rounds: what is
 timed is a run on a warm cluster), and in-process again from `s3://` on moto's S3 server on 127.0.0.1. Prints the
 median exchanges/s of each, the scaling efficiency of 2 workers over 1, S3 over local disk, and the upload time
@@ -27,12 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import storage  # noqa: E402
-from bench.cassette import CassetteReader  # noqa: E402
-from catalog.model import load_catalog  # noqa: E402
-from scorer import distributed as dist  # noqa: E402
-from scorer import pipeline  # noqa: E402
-from scorer.pipeline import Options, plan_units, rescore  # noqa: E402
+from bench.catalog.model import load_catalog  # noqa: E402
+from bench.core import storage  # noqa: E402
+from bench.core.cassette import CassetteReader  # noqa: E402
+from bench.scorer import distributed as dist  # noqa: E402
+from bench.scorer import pipeline  # noqa: E402
+from bench.scorer.pipeline import Options, plan_units, rescore  # noqa: E402
 from tests.support.s3 import start_moto  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"

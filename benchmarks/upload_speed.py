@@ -1,4 +1,4 @@
-"""Upload time per GiB of `bench.storage.upload` (put, size check, read back for the sha256, remove the local copy)
+"""Upload time per GiB of `bench.core.storage.upload` (put, size check, read back for the sha256, remove the local copy)
 to moto's S3 server on 127.0.0.1: loopback, no network, so this is bench's and the client's own cost (and moto's),
 a floor under what a real service costs. The file is random bytes, as incompressible as a compressed cassette.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import storage  # noqa: E402
+from bench.core import storage  # noqa: E402
 from tests.support.s3 import start_moto  # noqa: E402
 
 

@@ -6,7 +6,7 @@ rescored into a scores file. Each `bench view` server runs in its own process. F
 timed from navigation start to the frame after the view was drawn (the `bench-view-painted` performance mark that
 the page sets), in interleaved rounds (shipped, synthetic, shipped, ...); the best of the rounds is printed, with the
 synthetic/shipped ratio. One result is opened twice on each run: the first and the last result of the scores file.
-A result's exchanges are read through the cassette's seek index (bench/cassette/seek.py), which the first opening
+A result's exchanges are read through the cassette's seek index (bench/core/cassette/seek.py), which the first opening
 builds as far as that exchange's frame: the first round's time of each view is printed too ("cold"). The time each
 server takes to load its scores (start to the printed URL) is printed with its peak RSS.
 
@@ -28,10 +28,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.scorer.pipeline import rescore  # noqa: E402
+from bench.scorer.results import Result  # noqa: E402
+from bench.scorer.scores_io import read_scores, write_scores  # noqa: E402
 from benchmarks.rescore_speed import bench_catalog, build  # noqa: E402
-from scorer.pipeline import rescore  # noqa: E402
-from scorer.results import Result  # noqa: E402
-from scorer.scores_io import read_scores, write_scores  # noqa: E402
 from tests.bench.view.browser import chromium  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"

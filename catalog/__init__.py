@@ -1,15 +1,16 @@
 """The test catalog: its data (`data/`: YAML suites, fixtures, schema, built-in tools, configs), its model and loader
-(`catalog.model`), the recording driver (`catalog.driver`), the simulator (`catalog.sim`) and their CLI modules.
+(`bench.catalog.model`), the recording driver (`bench.catalog.driver`), the simulator (`bench.catalog.sim`) and their
+CLI modules.
 
 Every path into the catalog's data is named here, once. This package's import must stay light: the scorer imports
-`catalog.model`, and the scorer must never pull in aiohttp.
+`bench.catalog.model`, and the scorer must never pull in aiohttp.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 SUITES_DIR = DATA_DIR / "suites"

@@ -28,10 +28,10 @@ from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 
-from bench.cassette.format import CLIENT_DISCONNECTED
-from bench.cassette.redact import describe_bad_request
-from bench.fingerprint import fingerprint
-from proxy.error_responses import (
+from bench.core.cassette.format import CLIENT_DISCONNECTED
+from bench.core.cassette.redact import describe_bad_request
+from bench.core.fingerprint import fingerprint
+from bench.proxy.error_responses import (
     bad_request,
     body_timeout,
     error_response,
@@ -42,9 +42,9 @@ from proxy.error_responses import (
     too_large,
     unauthorized,
 )
-from proxy.forward import TAG_PREFIX
-from proxy.recorder import Exchange
-from proxy.state import ProxyState, ProxyStats
+from bench.proxy.forward import TAG_PREFIX
+from bench.proxy.recorder import Exchange
+from bench.proxy.state import ProxyState, ProxyStats
 
 log = logging.getLogger("bench.proxy")
 
@@ -271,8 +271,8 @@ async def _read_body(request: web.BaseRequest, state: ProxyState, limits: Client
 
 
 async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseRequest) -> web.StreamResponse:
-    # A burst of requests starts a slice of the loop at a time (proxy.starts); the wait is inside the recorded times,
-    # which run from the request's arrival.
+    # A burst of requests starts a slice of the loop at a time (bench.proxy.starts); the wait is inside the recorded
+    # times, which run from the request's arrival.
     turn = state.starts.turn()
     early = b""
     size = request.content_length

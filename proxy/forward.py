@@ -15,16 +15,16 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from bench.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
-from bench.cassette.records import ReplayOf
-from proxy.error_responses import JSON_TYPE, error_body
-from proxy.identity import identity_headers
-from proxy.recorder import Exchange
-from proxy.recordings import Recorded, sent_done
-from proxy.replay_body import BodyUnreadable, recorded_reads
-from proxy.spill import body_limit, hold_no_more, spill_safely
-from proxy.state import ProxyState
-from proxy.watchdog import Watch
+from bench.core.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
+from bench.core.cassette.records import ReplayOf
+from bench.proxy.error_responses import JSON_TYPE, error_body
+from bench.proxy.identity import identity_headers
+from bench.proxy.recorder import Exchange
+from bench.proxy.recordings import Recorded, sent_done
+from bench.proxy.replay_body import BodyUnreadable, recorded_reads
+from bench.proxy.spill import body_limit, hold_no_more, spill_safely
+from bench.proxy.state import ProxyState
+from bench.proxy.watchdog import Watch
 
 HOP_BY_HOP = frozenset(
     {
@@ -46,7 +46,7 @@ TAG_PREFIX = "x-bench-"
 PROXY_ERROR_HEADER = "X-Bench-Proxy-Error"
 
 # aiohttp would otherwise add its own Accept, Accept-Encoding, User-Agent and Content-Type: the upstream must see the
-# client's headers, not the proxy's. Set on the upstream session (proxy.server).
+# client's headers, not the proxy's. Set on the upstream session (bench.proxy.server).
 SKIP_AUTO_HEADERS = frozenset({"Accept", "Accept-Encoding", "User-Agent", "Content-Type"})
 
 # How long a client's departure waits for the upstream's end of body before it counts as leaving mid-response: the
@@ -198,7 +198,7 @@ async def _pump(
     state: ProxyState,
 ) -> bool:
     """Forward the body read by read; True if it was read to its end and the client got all of it. A body past the
-    sink's spill size is written to the cassette in parts as it comes (proxy.spill), between two reads."""
+    sink's spill size is written to the cassette in parts as it comes (bench.proxy.spill), between two reads."""
     content = upstream.content
     chunks = ex.chunks
     times = ex.times
@@ -347,7 +347,7 @@ async def serve_recorded(
     await response.prepare(request)
     offset_us = 0
     recorded_first_token = timing.first_token
-    # A large answer's body comes from its cassette part by part (proxy.replay_body), and the replay's own record
+    # A large answer's body comes from its cassette part by part (bench.proxy.replay_body), and the replay's own record
     # writes it in parts as a recording does: neither side holds it whole.
     sink = state.sink
     limit, compressed = body_limit(ex, sink)

@@ -1,6 +1,6 @@
 """Replay match options: how a request finds its recording when agents put volatile values in their requests.
 
-Strict by default: a request matches a recording when their fingerprints are equal (bench.fingerprint). Multi-turn
+Strict by default: a request matches a recording when their fingerprints are equal (bench.core.fingerprint). Multi-turn
 agent traffic can stop matching after its first turn when requests carry values that change every run: tool-call ids
 a client generates, timestamps or request ids in prompts, tracing metadata. Three named options relax the match,
 each applied the same way to recorded and live requests before they are compared (docs/proxy.md, "Matching"):
@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bench.cassette.records import MatchSettings
-from bench.errors import BenchError
-from bench.fingerprint import canonical_body, canonical_query
+from bench.core.cassette.records import MatchSettings
+from bench.core.errors import BenchError
+from bench.core.fingerprint import canonical_body, canonical_query
 
 TEXT_KEYS = frozenset({"content", "text", "output", "instructions", "prompt", "input"})
 CALL_ITEM_TYPES = frozenset({"function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output"})

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from time import monotonic_ns
 from typing import Protocol
 
-from bench.cassette import CassetteWriter
-from bench.cassette.writer import Packed, RecordUnwritten, WriterClosed
-from bench.fingerprint import Undecided, canonical_body, canonical_text_fast, fingerprint_with, text_of
-from proxy.recorder import Exchange
+from bench.core.cassette import CassetteWriter
+from bench.core.cassette.writer import Packed, RecordUnwritten, WriterClosed
+from bench.core.fingerprint import Undecided, canonical_body, canonical_text_fast, fingerprint_with, text_of
+from bench.proxy.recorder import Exchange
 
 log = logging.getLogger("bench.proxy")
 

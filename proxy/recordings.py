@@ -16,13 +16,13 @@ from typing import Any
 import msgspec
 import zstandard
 
-from bench.cassette import CassetteReader, find_cassettes
-from bench.cassette.format import CLIENT_DISCONNECTED
-from bench.cassette.records import Exchange, Request, Response, encode
-from bench.cassette.seek import SeekIndex
-from bench.errors import BenchError, CassetteError
-from bench.fingerprint import canonical_body, canonical_query
-from proxy.matching import MatchOptions
+from bench.core.cassette import CassetteReader, find_cassettes
+from bench.core.cassette.format import CLIENT_DISCONNECTED
+from bench.core.cassette.records import Exchange, Request, Response, encode
+from bench.core.cassette.seek import SeekIndex
+from bench.core.errors import BenchError, CassetteError
+from bench.core.fingerprint import canonical_body, canonical_query
+from bench.proxy.matching import MatchOptions
 
 STRICT = MatchOptions()
 
@@ -62,8 +62,8 @@ class Recorded:
 
     def __init__(self, cassette: str, record: Exchange, seeker: SeekIndex | None = None) -> None:
         self.cassette = cassette
-        # A large answer's record is held without the reads of its `response.parts`: `seeker` reads those from its
-        # file as they are served (proxy.replay_body), so that neither the index nor a replay holds the whole body.
+        # A large answer's record is held without the reads of its `response.parts`: `seeker` reads those from its file
+        # as they are served (bench.proxy.replay_body), so that neither the index nor a replay holds the whole body.
         self.seeker = seeker
         self.id = record.id or "?"
         self.started = record.started

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 
-from bench.cassette.records import Exchange, Part
-from bench.errors import CassetteError
-from proxy.recordings import Recorded
+from bench.core.cassette.records import Exchange, Part
+from bench.core.errors import CassetteError
+from bench.proxy.recordings import Recorded
 
 
 class BodyUnreadable(Exception):

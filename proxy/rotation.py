@@ -1,13 +1,12 @@
 """`bench proxy --rotate-size SIZE --rotate-every DURATION`: a long-running proxy closes its cassette and opens the
 next one, so that no file grows forever and each closed one can be uploaded (docs/scale.md).
 
-A rotation never splits an exchange and never pauses forwarding. The next cassette is created in a thread, then
-the proxy gets a new Sink (proxy.sink) around it: exchanges finishing from then on are recorded there, whole, while
+A rotation never splits an exchange and never pauses forwarding. The next cassette is created in a thread, then the
+proxy gets a new Sink (bench.proxy.sink) around it: exchanges finishing from then on are recorded there, whole, while
 the old Sink's Persister finishes the records it already holds into the old cassette. Only once that is done is the old
-cassette closed, in a thread (draining, the end record, fsync and the recompression at close are all off the loop),
-and handed to `on_closed` (the upload, with `--cassettes URL`). The loop itself only swaps two references. The
-close runs at the lowest CPU priority (it recompresses the file), so on a busy machine it takes idle time only.
-"""
+cassette closed, in a thread (draining, the end record, fsync and the recompression at close are all off the loop), and
+handed to `on_closed` (the upload, with `--cassettes URL`). The loop itself only swaps two references. The close runs at
+the lowest CPU priority (it recompresses the file), so on a busy machine it takes idle time only."""
 
 from __future__ import annotations
 
@@ -23,11 +22,11 @@ from pathlib import Path
 from time import monotonic
 from typing import Any
 
-from bench.cassette import CassetteReader, CassetteWriter
-from bench.cassette.format import SUFFIX
-from bench.errors import BenchError
-from proxy.server import RunningProxy
-from proxy.sink import Sink, writer_failed
+from bench.core.cassette import CassetteReader, CassetteWriter
+from bench.core.cassette.format import SUFFIX
+from bench.core.errors import BenchError
+from bench.proxy.server import RunningProxy
+from bench.proxy.sink import Sink, writer_failed
 
 log = logging.getLogger("bench.proxy")
 
@@ -183,7 +182,7 @@ class Rotator:
             await asyncio.gather(*self._closing, return_exceptions=True)
 
 
-# The close recompresses the whole cassette at a high zstd level (bench.cassette.compact): seconds of CPU that zstd
+# The close recompresses the whole cassette at a high zstd level (bench.core.cassette.compact): seconds of CPU that zstd
 # spends outside the GIL, but on the same cores as the forwarding loop. Done in a thread of its own at the lowest
 # priority, the kernel runs it on time the loop does not want, so a busy proxy's streams do not wait for it.
 BACKGROUND_NICE = 19

@@ -12,18 +12,18 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from bench.cassette import CassetteWriter, Redactor, new_cassette_path
-from bench.cassette.records import RunMeta, Settings
-from bench.errors import BenchError
-from bench.serving import listen
-from proxy import lag as loop_lag
-from proxy import modes
-from proxy.app import ClientLimits, build_server
-from proxy.forward import SKIP_AUTO_HEADERS
-from proxy.matching import MatchOptions
-from proxy.recordings import ReplayIndex, parse_pace
-from proxy.sink import Sink, writer_failed
-from proxy.state import ProxyState, ProxyStats
+from bench.core.cassette import CassetteWriter, Redactor, new_cassette_path
+from bench.core.cassette.records import RunMeta, Settings
+from bench.core.errors import BenchError
+from bench.core.serving import listen
+from bench.proxy import lag as loop_lag
+from bench.proxy import modes
+from bench.proxy.app import ClientLimits, build_server
+from bench.proxy.forward import SKIP_AUTO_HEADERS
+from bench.proxy.matching import MatchOptions
+from bench.proxy.recordings import ReplayIndex, parse_pace
+from bench.proxy.sink import Sink, writer_failed
+from bench.proxy.state import ProxyState, ProxyStats
 
 # TCPConnector's default limit of 100 would queue streams inside the proxy beyond 100 concurrent ones (docs/proxy.md).
 UPSTREAM_CONNECTIONS = 4096
@@ -64,7 +64,7 @@ class RunningProxy:
 
     @property
     def state(self) -> ProxyState:
-        """What `proxy.app.serve_with` needs to route requests to a proxy started with `serve=False`."""
+        """What `bench.proxy.app.serve_with` needs to route requests to a proxy started with `serve=False`."""
         return self._state
 
     @property
@@ -170,7 +170,7 @@ async def start_proxy(
     """Start a proxy. `cassette` writes exactly that file instead of a new one in `cassettes` (which replay then
     reads, a folder or one file); `replay_log=False` writes nothing in replay mode; `repeat=False` answers a replayed
     request asked more often than it was recorded as a miss; `serve=False` listens nowhere, for a caller that routes
-    requests itself (`proxy.app.serve_with`, as the pytest plugin does to keep one address across tests); `limits`
+    requests itself (`bench.proxy.app.serve_with`, as the pytest plugin does to keep one address across tests); `limits`
     bound slow clients (default: nginx's)."""
     chosen = modes.get(mode)
     pace_factor = parse_pace(pace)
@@ -210,7 +210,7 @@ async def start_proxy(
     if chosen.forwards:
         state.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=UPSTREAM_CONNECTIONS, limit_per_host=0),
-            # The idle timeout is proxy.watchdog, not sock_read (which costs a timer per read).
+            # The idle timeout is bench.proxy.watchdog, not sock_read (which costs a timer per read).
             timeout=aiohttp.ClientTimeout(total=request_timeout),
             auto_decompress=False,
             # On the session, not per request: aiohttp turns a request's own list into a new set on every request.

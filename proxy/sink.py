@@ -1,4 +1,4 @@
-"""Where finished exchanges go: the cassette writer, the task building records (proxy.persist) and the loop-lag
+"""Where finished exchanges go: the cassette writer, the task building records (bench.proxy.persist) and the loop-lag
 monitor whose stalls each record carries. A proxy that records nothing (passthrough, replay without a log) has none.
 """
 
@@ -8,11 +8,11 @@ import asyncio
 import logging
 from time import monotonic_ns
 
-from bench.cassette import CassetteWriter
-from proxy.lag import LoopLag
-from proxy.persist import Counts, Persister
-from proxy.recorder import Exchange
-from proxy.spill import SPILL_BYTES
+from bench.core.cassette import CassetteWriter
+from bench.proxy.lag import LoopLag
+from bench.proxy.persist import Counts, Persister
+from bench.proxy.recorder import Exchange
+from bench.proxy.spill import SPILL_BYTES
 
 log = logging.getLogger("bench.proxy")
 
@@ -24,7 +24,7 @@ class Sink:
         self.writer = writer
         self.records = Persister(writer, stats)
         self.loop_lag: LoopLag | None = None  # set once the proxy's loop is timed (None where it cannot be)
-        self.spill_bytes = SPILL_BYTES  # an exchange holding more body than this writes it in parts (proxy.spill)
+        self.spill_bytes = SPILL_BYTES  # an exchange holding more body than this writes it in parts (bench.proxy.spill)
         # Exchanges with parts in this cassette that have not ended: their records must go here too, so a rotation
         # closes this cassette only once they have.
         self._open: set[Exchange] = set()

@@ -14,16 +14,16 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from bench.cassette.format import TRUNCATED
-from bench.cassette.records import Part
-from bench.cassette.redact import BodyScrubber
-from bench.cassette.writer import WriterClosed
-from bench.decoding import MAX_DECODED
-from proxy.identity import EDGE_BYTES, edge
-from proxy.recorder import FINISH_RE, Exchange, TokenWatch
+from bench.core.cassette.format import TRUNCATED
+from bench.core.cassette.records import Part
+from bench.core.cassette.redact import BodyScrubber
+from bench.core.cassette.writer import WriterClosed
+from bench.core.decoding import MAX_DECODED
+from bench.proxy.identity import EDGE_BYTES, edge
+from bench.proxy.recorder import FINISH_RE, Exchange, TokenWatch
 
 if TYPE_CHECKING:
-    from proxy.sink import Sink
+    from bench.proxy.sink import Sink
 
 # A body is written in parts once its held reads pass this. Measured (benchmarks/record_memory.py, 8 answers of
 # 50-100 MB at once): at 8 MiB +229 MiB of peak RSS over idle, at 4 MiB +117-124 MiB; the parts are compressed in the
@@ -34,9 +34,9 @@ SPILL_BYTES = 4 << 20
 # Reads kept back at a spill: the body's end is looked at for its identity and for [DONE] from these.
 HOLD_BYTES = EDGE_BYTES
 NEVER = 1 << 62
-# A compressed body is held whole (below, `body_limit`), up to this: past it the record could not be decoded or
-# searched any further anyway (bench.decoding.MAX_DECODED; a body's wire bytes are at most a few bytes per 16 KiB more
-# than it decodes to), so the rest is forwarded and not recorded, and the record says so (`hold_no_more`).
+# A compressed body is held whole (below, `body_limit`), up to this: past it the record could not be decoded or searched
+# any further anyway (bench.core.decoding.MAX_DECODED; a body's wire bytes are at most a few bytes per 16 KiB more than
+# it decodes to), so the rest is forwarded and not recorded, and the record says so (`hold_no_more`).
 COMPRESSED_HOLD = MAX_DECODED + (1 << 20)
 
 

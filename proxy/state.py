@@ -1,5 +1,5 @@
 """The proxy's connection and session state: settings, the mode, the upstream session, the replay index, the
-exchanges in flight and the counters. Where finished exchanges are recorded is its `sink` (proxy.sink)."""
+exchanges in flight and the counters. Where finished exchanges are recorded is its `sink` (bench.proxy.sink)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from bench.cassette import CassetteWriter
-from bench.cassette.format import CLIENT_DISCONNECTED
-from proxy.modes import Mode
-from proxy.recorder import Exchange
-from proxy.recordings import ReplayIndex
-from proxy.sink import Sink
-from proxy.starts import StartSlices
-from proxy.watchdog import IdleSweep
+from bench.core.cassette import CassetteWriter
+from bench.core.cassette.format import CLIENT_DISCONNECTED
+from bench.proxy.modes import Mode
+from bench.proxy.recorder import Exchange
+from bench.proxy.recordings import ReplayIndex
+from bench.proxy.sink import Sink
+from bench.proxy.starts import StartSlices
+from bench.proxy.watchdog import IdleSweep
 
 
 @dataclass
@@ -55,7 +55,7 @@ class ProxyState:
     miss_hint: str = "record it with --mode auto or fix the request"  # how a miss's message says to fix it
     sink: Sink | None = None  # None: records nothing
     starts: StartSlices = field(default_factory=StartSlices)  # request starts spread over loop iterations
-    idle_sweep: IdleSweep | None = None  # the idle timeout's one timer (proxy.watchdog); made from idle_timeout
+    idle_sweep: IdleSweep | None = None  # the idle timeout's one timer (bench.proxy.watchdog); made from idle_timeout
 
     def __post_init__(self) -> None:
         if self.idle_timeout and self.idle_sweep is None:

@@ -12,7 +12,7 @@ An exchange counts from its last read, its response headers, its upstream reques
 latest it has. While it waits on the proxy's own cassette writer (a part of a large body, the record at the end) it
 does not read the upstream: that wait is `paused`, never counts as silence, and its silence counts from the pause's
 end at the earliest. One that joins while the timer is set for later than its own limit is looked at when the timer
-fires: late by at most how long its start waited its turn (proxy.starts), milliseconds against a limit of seconds.
+fires: late by at most how long its start waited its turn (bench.proxy.starts), milliseconds against a limit of seconds.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import asyncio
 from time import monotonic_ns
 from typing import Any
 
-from proxy.recorder import Exchange
+from bench.proxy.recorder import Exchange
 
 
 class Watch:

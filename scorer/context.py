@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from catalog.model import TestSpec
+from bench.catalog.model import TestSpec
 
 if TYPE_CHECKING:
-    from scorer.workspace_replay import ReplayedWorkspace
+    from bench.scorer.workspace_replay import ReplayedWorkspace
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class EvalContext:
     def workspace(self) -> ReplayedWorkspace:
         """The fixture's final state, rebuilt by re-applying every turn's tool calls (built once, on first use)."""
         if self._workspace is None:
-            from scorer.workspace_replay import replay_workspace
+            from bench.scorer.workspace_replay import replay_workspace
 
             factory = self._workspace_factory or (lambda: replay_workspace(self.test, self.turns))
             self._workspace = factory()

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.errors import BenchError
-from catalog.model import Catalog
+from bench.catalog.model import Catalog
+from bench.core.errors import BenchError
 
 if TYPE_CHECKING:
-    from scorer.pipeline import Options, UnitOutput
+    from bench.scorer.pipeline import Options, UnitOutput
 
-Unit = tuple[Any, int, int]  # (cassette path or URL, shard, shards), as scorer.pipeline.plan_units makes them
+Unit = tuple[Any, int, int]  # (cassette path or URL, shard, shards), as bench.scorer.pipeline.plan_units makes them
 UnitFn = Callable[[Unit, Catalog, "Options"], "UnitOutput"]
 
 LOCAL = "local"
@@ -116,7 +116,7 @@ def unit_name(unit: Unit) -> str:
 
 def score_remote(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
     """Runs on a worker: the same function the process pool runs, with the globals it reads set for the call."""
-    from scorer import pipeline
+    from bench.scorer import pipeline
 
     saved = pipeline._catalog, pipeline._options
     pipeline._catalog, pipeline._options = catalog, options

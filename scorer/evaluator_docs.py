@@ -1,7 +1,7 @@
 """The evaluator tables in docs/scorer.md and docs/catalog.md, generated from the evaluators' signatures.
 
-    python -m scorer.evaluator_docs           # rewrite the tables in place
-    python -m scorer.evaluator_docs --check   # exit 1 if a table disagrees with the code (a test runs this)
+    python -m bench.scorer.evaluator_docs           # rewrite the tables in place
+    python -m bench.scorer.evaluator_docs --check   # exit 1 if a table disagrees with the code (a test runs this)
 
 A table lives between `<!-- generated: KIND GROUP... -->` and `<!-- end generated -->`; KIND is `evaluators` (name,
 arguments, what it scores: docs/scorer.md) or `arguments` (each argument's type and default: docs/catalog.md), GROUP
@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from scorer.registry import EVALUATORS, Evaluator, find_evaluator
-from scorer.signature import REQUIRED, Param, names_tool, type_name
+from bench.scorer.registry import EVALUATORS, Evaluator, find_evaluator
+from bench.scorer.signature import REQUIRED, Param, names_tool, type_name
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 FILES = ("scorer.md", "catalog.md")
@@ -113,7 +113,7 @@ def undocumented(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scorer.evaluator_docs", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.scorer.evaluator_docs", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="only report tables that disagree with the code")
     args = parser.parse_args(argv)
     stale = []
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"docs/scorer.md: no evaluators table lists {', '.join(missing)}; add their module to a marker")
         return 1
     if stale and args.check:
-        print(f"out of date: {', '.join(f'docs/{n}' for n in stale)}; run python -m scorer.evaluator_docs")
+        print(f"out of date: {', '.join(f'docs/{n}' for n in stale)}; run python -m bench.scorer.evaluator_docs")
         return 1
     return 0
 

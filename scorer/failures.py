@@ -11,10 +11,10 @@ from typing import Any
 
 import jsonschema
 
-from bench.tools import WORKSPACE_TOOLS
-from catalog.model import Check, TestSpec
-from scorer.context import EvalContext, Turn
-from scorer.registry import Score
+from bench.catalog.model import Check, TestSpec
+from bench.scorer.context import EvalContext, Turn
+from bench.scorer.registry import Score
+from bench.workspace import WORKSPACE_TOOLS
 
 TRANSPORT = ("upstream_error", "timeout", "truncated_stream", "client_disconnect")
 
@@ -67,7 +67,7 @@ def tool_schemas(test: TestSpec) -> dict[str, Mapping[str, Any]]:
         if fn.get("name"):
             schemas[fn["name"]] = fn.get("parameters") or {}
     if test.workspace is not None and not schemas:
-        from bench.tools import workspace_tool_schemas
+        from bench.workspace import workspace_tool_schemas
 
         for schema in workspace_tool_schemas(test.workspace.tools):
             schemas[schema["function"]["name"]] = schema["function"].get("parameters") or {}

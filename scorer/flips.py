@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from scorer.results import CheckScore, Meta, Result
+from bench.scorer.results import CheckScore, Meta, Result
 
 ResultKey = tuple[str, str, str, int]
 
@@ -109,7 +109,7 @@ JoinKey = tuple[str, str, int, str]
 
 
 def join_key(r: Result | JobKey) -> JoinKey:
-    """The scores file's order (scorer.pipeline.sort_key without the cassette): a job's results are adjacent."""
+    """The scores file's order (bench.scorer.pipeline.sort_key without the cassette): a job's results are adjacent."""
     return (r.model or "", r.test, r.epoch, r.run or "")
 
 

@@ -1,5 +1,5 @@
 """`bench rescore` with memory bounded by the units in flight, not by the run: each unit's results and traffic
-lines are encoded as it finishes and spilled in sorted runs (scorer.spill); at the end the runs are merged, the
+lines are encoded as it finishes and spilled in sorted runs (bench.scorer.spill); at the end the runs are merged, the
 latest recording of each job kept, flips found by a merge join with the earlier scores file, and the summary counted,
 all in one streaming pass. The file is byte-identical to the one `pipeline.rescore` + `write_scores` would write
 (tests/scorer/test_merge.py compares a run spilled at every unit with an in-memory one).
@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 
-from bench import storage
-from bench.errors import BenchError
-from catalog.model import Catalog
-from scorer.flips import Flip, FlipJoin, FlipMap, in_join_order
-from scorer.pipeline import UnitOutput, keep_latest, make_meta, prepare, require_results, sort_key, unit_outputs
-from scorer.rescore_summary import Tally
-from scorer.results import RESULT_DECODER, Meta, Result
-from scorer.rules import Rule
-from scorer.scores_io import dumps, scores_reader, write_lines
-from scorer.spill import SPILL_BYTES, Spill, spill_dir
-from scorer.traffic_lines import traffic_key
+from bench.catalog.model import Catalog
+from bench.core import storage
+from bench.core.errors import BenchError
+from bench.scorer.flips import Flip, FlipJoin, FlipMap, in_join_order
+from bench.scorer.pipeline import UnitOutput, keep_latest, make_meta, prepare, require_results, sort_key, unit_outputs
+from bench.scorer.rescore_summary import Tally
+from bench.scorer.results import RESULT_DECODER, Meta, Result
+from bench.scorer.rules import Rule
+from bench.scorer.scores_io import dumps, scores_reader, write_lines
+from bench.scorer.spill import SPILL_BYTES, Spill, spill_dir
+from bench.scorer.traffic_lines import traffic_key
 
 COPY_BLOCK = 1 << 20
 

@@ -1,10 +1,9 @@
 """`rescore`: every cassette under the given paths, grouped into results and scored with the catalog as it is now.
 
-Work is split into units (a cassette, or one shard of a large cassette when there are fewer cassettes than jobs);
-a unit streams its cassette with CassetteReader and keeps only the results whose key hashes to its shard, parsed
-at once and slimmed (scorer.context.Turn), so raw chunks never accumulate. Units run in a process pool forked after
-the catalog is loaded. Results are sorted before they are returned, so the output does not depend on `jobs`.
-"""
+Work is split into units (a cassette, or one shard of a large cassette when there are fewer cassettes than jobs); a unit
+streams its cassette with CassetteReader and keeps only the results whose key hashes to its shard, parsed at once and
+slimmed (bench.scorer.context.Turn), so raw chunks never accumulate. Units run in a process pool forked after the
+catalog is loaded. Results are sorted before they are returned, so the output does not depend on `jobs`."""
 
 from __future__ import annotations
 
@@ -26,21 +25,22 @@ from typing import Any, TypeVar
 
 import orjson
 
-from bench import __version__, storage
-from bench.cassette import CassetteReader
-from bench.cassette.records import Exchange, Header
-from bench.endpoints import endpoint_of
-from bench.errors import BenchError, CassetteError
-from bench.parse import PARSER_VERSION, ParsedExchange, parse_exchange
-from catalog.model import Catalog, TestSpec
-from scorer import sandbox
-from scorer.context import Turn
-from scorer.recognise import Recogniser
-from scorer.registry import evaluator_versions
-from scorer.results import Budgets, CassetteInfo, Meta, Result, Verdict
-from scorer.rules import Rule, as_chat, rule_spec
-from scorer.scoring import conversation_result, request_settings, score_conversation, slim, to_int
-from scorer.traffic_lines import traffic_entry, traffic_key
+from bench import __version__
+from bench.catalog.model import Catalog, TestSpec
+from bench.core import storage
+from bench.core.cassette import CassetteReader
+from bench.core.cassette.records import Exchange, Header
+from bench.core.endpoints import endpoint_of
+from bench.core.errors import BenchError, CassetteError
+from bench.core.parse import PARSER_VERSION, ParsedExchange, parse_exchange
+from bench.scorer.context import Turn
+from bench.scorer.recognise import Recogniser
+from bench.scorer.registry import evaluator_versions
+from bench.scorer.results import Budgets, CassetteInfo, Meta, Result, Verdict
+from bench.scorer.rules import Rule, as_chat, rule_spec
+from bench.scorer.scoring import conversation_result, request_settings, score_conversation, slim, to_int
+from bench.scorer.traffic_lines import traffic_entry, traffic_key
+from bench.workspace import sandbox
 
 # Bumped when grouping, failure typing or the weighting of checks changes what the same inputs score.
 SCORING_VERSION = 1
@@ -122,9 +122,9 @@ def rescore(
     dask: str | None = None,
 ) -> tuple[Meta, list[Result]]:
     """Score every cassette under `paths`; returns the scores file's meta line and its sorted result lines.
-    `traffic`, when given, receives one traffic line per exchange, tagged or not (scorer.traffic_lines), sorted.
-    `dask` (a scheduler address, or local[:N]) runs the units as Dask tasks instead (scorer.distributed).
-    Holds every result: `scorer.merge.rescore_to_file` writes the same file with memory bounded by the units in
+    `traffic`, when given, receives one traffic line per exchange, tagged or not (bench.scorer.traffic_lines), sorted.
+    `dask` (a scheduler address, or local[:N]) runs the units as Dask tasks instead (bench.scorer.distributed).
+    Holds every result: `bench.scorer.merge.rescore_to_file` writes the same file with memory bounded by the units in
     flight."""
     catalog, files, options = prepare(
         paths,
@@ -159,7 +159,7 @@ def prepare(
 ) -> tuple[Catalog, list[storage.Location], Options]:
     """The catalog, the cassettes found under `paths`, and the options every unit is scored with."""
     if catalog is None:
-        from catalog.model import load_catalog
+        from bench.catalog.model import load_catalog
 
         catalog = load_catalog(None)
     if max_tokens is not None and max_tokens < 1:
@@ -238,7 +238,7 @@ def require_results(
 def _rescore_dask(
     spec: str, files: list[storage.Location], catalog: Catalog, options: Options
 ) -> Iterator[tuple[int, UnitOutput]]:
-    from scorer import distributed
+    from bench.scorer import distributed
 
     distributed.import_distributed()  # a missing extra is reported before the files are planned
     with distributed.connect(spec) as client:

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from bench.cassette.records import Exchange
-from catalog.model import Catalog, TestSpec
+from bench.catalog.model import Catalog, TestSpec
+from bench.core.cassette.records import Exchange
 
 
 def _key(messages: Sequence[Any], tools: Sequence[Any]) -> str:

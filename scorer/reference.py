@@ -1,18 +1,18 @@
 """`check_reference(test)`: does a test's own reference pass its checks? Used by `bench catalog validate`.
 
 The reference (tool calls per assistant turn, then the final answer) becomes synthetic streamed exchanges
-(scorer.synth), goes through bench.parse like any recording, and is scored by the same code as `bench rescore`.
-"""
+(bench.scorer.synth), goes through bench.core.parse like any recording, and is scored by the same code as `bench
+rescore`."""
 
 from __future__ import annotations
 
-from bench.errors import BenchError
-from bench.parse import parse_exchange
-from catalog.model import TestSpec
-from scorer.context import Turn
-from scorer.registry import validate_checks
-from scorer.scoring import score_conversation, slim
-from scorer.synth import exchange_record, sse_chunks
+from bench.catalog.model import TestSpec
+from bench.core.errors import BenchError
+from bench.core.parse import parse_exchange
+from bench.scorer.context import Turn
+from bench.scorer.registry import validate_checks
+from bench.scorer.scoring import score_conversation, slim
+from bench.scorer.synth import exchange_record, sse_chunks
 
 
 def reference_turns(test: TestSpec) -> list[Turn]:

@@ -18,10 +18,19 @@ from typing import Any, Literal, TypeVar
 import jsonschema
 import msgspec
 
-from bench.errors import BenchError
-from catalog.model import Check, TestSpec
-from scorer.context import EvalContext
-from scorer.signature import REQUIRED, Param, args_struct, doc_summary, explain, json_schema, names_tool, params_of
+from bench.catalog.model import Check, TestSpec
+from bench.core.errors import BenchError
+from bench.scorer.context import EvalContext
+from bench.scorer.signature import (
+    REQUIRED,
+    Param,
+    args_struct,
+    doc_summary,
+    explain,
+    json_schema,
+    names_tool,
+    params_of,
+)
 
 __all__ = [
     "EVALUATORS",
@@ -212,4 +221,4 @@ def evaluator_versions() -> dict[str, int]:
 
 
 def _load_builtin() -> None:
-    import scorer.evaluators  # noqa: F401 - registers the built-in evaluators on import
+    import bench.scorer.evaluators  # noqa: F401 - registers the built-in evaluators on import

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
-from scorer.failures import FAILURE_TYPES, TRANSPORT
-from scorer.flips import Flip
-from scorer.results import Meta, Result
+from bench.scorer.failures import FAILURE_TYPES, TRANSPORT
+from bench.scorer.flips import Flip
+from bench.scorer.results import Meta, Result
 
 BUDGET_NOTE = (
     "what-if budgets are approximations: --max-tokens cuts the recorded stream after N token events (one event is "

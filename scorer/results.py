@@ -1,7 +1,7 @@
 """What `bench rescore` produces and the reports read: the scores file's lines as typed structs
 (docs/scores-format.md, whose field tables a test checks against these).
 
-The pipeline builds them, `scorer.scores_io` writes and reads them (JSON Lines, decoded straight into these
+The pipeline builds them, `bench.scorer.scores_io` writes and reads them (JSON Lines, decoded straight into these
 structs), and the reports read their fields. Defaults are what a reader assumes for a field a line lacks.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from bench.cassette.records import RunMeta, Settings
+from bench.core.cassette.records import RunMeta, Settings
 
 FORMAT_NAME = "bench-scores"
 FORMAT_VERSION = 1

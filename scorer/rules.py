@@ -23,12 +23,12 @@ from typing import Any
 
 import orjson
 
-from bench.endpoints import RESPONSES
-from bench.errors import BenchError
-from bench.responses_request import chat_from_responses
-from bench.yamlfile import load_checked_yaml
-from catalog.model import Check, TestSpec
-from scorer.registry import arg_problem, find_evaluator
+from bench.catalog.model import Check, TestSpec
+from bench.core.endpoints import RESPONSES
+from bench.core.errors import BenchError
+from bench.core.responses_request import chat_from_responses
+from bench.core.yamlfile import load_checked_yaml
+from bench.scorer.registry import arg_problem, find_evaluator
 
 SUITE = "rules"
 

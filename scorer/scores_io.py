@@ -1,6 +1,6 @@
 """Reading and writing the scores file (docs/scores-format.md): JSON Lines, sorted keys, compact, deterministic.
 
-Lines are the structs of scorer.results, encoded by msgspec with sorted keys and decoded straight into them.
+Lines are the structs of bench.scorer.results, encoded by msgspec with sorted keys and decoded straight into them.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any, BinaryIO, TypeVar
 import msgspec
 import orjson
 
-from bench.errors import BenchError
-from scorer.results import ENCODER, FORMAT_NAME, FORMAT_VERSION, META_DECODER, RESULT_DECODER, Meta, Result
+from bench.core.errors import BenchError
+from bench.scorer.results import ENCODER, FORMAT_NAME, FORMAT_VERSION, META_DECODER, RESULT_DECODER, Meta, Result
 
 T = TypeVar("T")
 
@@ -37,7 +37,7 @@ __all__ = [
 def dumps(line: Meta | Result | Mapping[str, Any]) -> bytes:
     if isinstance(line, msgspec.Struct):
         return ENCODER.encode(line) + b"\n"
-    # A traffic line (scorer.traffic_lines) is still a plain map.
+    # A traffic line (bench.scorer.traffic_lines) is still a plain map.
     return orjson.dumps(line, default=_plain, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS) + b"\n"
 
 

@@ -1,6 +1,6 @@
 """One result: a conversation's exchanges (every turn, every attempt) scored against its catalog test.
 
-Shared by the pipeline (recorded cassettes) and scorer.reference (a test's synthetic reference exchange).
+Shared by the pipeline (recorded cassettes) and bench.scorer.reference (a test's synthetic reference exchange).
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from bench.parse import ParsedExchange
-from catalog.model import TestSpec
-from scorer.context import Call, EvalContext, Turn
-from scorer.failures import classify, transport_failure
-from scorer.registry import Score, get_evaluator, run_check
-from scorer.results import CheckScore, ExchangeScore, Result, Verdict
+from bench.catalog.model import TestSpec
+from bench.core.parse import ParsedExchange
+from bench.scorer.context import Call, EvalContext, Turn
+from bench.scorer.failures import classify, transport_failure
+from bench.scorer.registry import Score, get_evaluator, run_check
+from bench.scorer.results import CheckScore, ExchangeScore, Result, Verdict
 
 SETTINGS_KEYS = ("temperature", "seed", "max_tokens", "stream")
 

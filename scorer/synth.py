@@ -1,5 +1,5 @@
 """Synthetic exchange records in the cassette format (docs/cassette-format.md): what a well-behaved OpenAI-style
-server would have streamed for a given answer and tool calls. Used by scorer.reference and by tests/benchmarks."""
+server would have streamed for a given answer and tool calls. Used by bench.scorer.reference and by tests/benchmarks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from bench.cassette.records import Exchange, Request, Response, Timing, Upstream
+from bench.core.cassette.records import Exchange, Request, Response, Timing, Upstream
 
 EVENT_US = 1000
 

@@ -11,12 +11,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bench.cassette.records import Exchange
-from bench.clients import client_family, header
-from bench.parse import ParsedExchange
-from bench.usage import usage_tokens
-from scorer.rules import request_text
-from scorer.scoring import compact_itl
+from bench.core.cassette.records import Exchange
+from bench.core.clients import client_family, header
+from bench.core.parse import ParsedExchange
+from bench.core.usage import usage_tokens
+from bench.scorer.rules import request_text
+from bench.scorer.scoring import compact_itl
 
 # A rough stand-in for a tokenizer when a response reported no usage: one token per word or punctuation mark of the
 # request's text (instructions, messages or input items, prompt). Marked `counted`; BPE tokenizers give more.

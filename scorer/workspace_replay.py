@@ -1,5 +1,5 @@
 """Rebuild a multi-turn task's final workspace offline: a fresh copy of the fixture, then every turn's recorded
-tool calls (final attempts only, in turn and call order) re-applied with bench.tools, as the driver applied them."""
+tool calls (final attempts only, in turn and call order) re-applied with bench.workspace, as the driver applied them."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.tools import ToolResult, ToolWorkspace
-from catalog import fixture_dir
-from catalog.model import TestSpec
-from scorer.context import Call, Turn
+from bench.catalog import fixture_dir
+from bench.catalog.model import TestSpec
+from bench.scorer.context import Call, Turn
+from bench.workspace import ToolResult, ToolWorkspace
 
 # Calls that change files: a failure of the last one means the model's edit never landed.
 EDIT_TOOLS = frozenset({"apply_patch", "edit_file"})

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from bench.close_level import CLOSE_LEVEL_ENV
+from bench.core.close_level import CLOSE_LEVEL_ENV
 from tests.support import early
 from tests.support.collected import remember
 from tests.support.llm_server import gguf_path, llama_server
@@ -18,7 +18,7 @@ from tests.support.s3 import s3, s3_server  # noqa: F401 - fixtures
 
 # Every cassette a test closes is recompressed at level 6, not 19: level 19 spent ~34 s of the suite's CPU on test
 # traffic, while the compaction code runs the same at any level. Set here, it reaches every process a test starts;
-# the tests of the default levels and sizes (tests/bench/cassette/test_size.py) take it away.
+# the tests of the default levels and sizes (tests/bench/core/cassette/test_size.py) take it away.
 os.environ.setdefault(CLOSE_LEVEL_ENV, "6")
 
 # Hypothesis times each example (200 ms deadline) and the generation of data (too_slow): both are wall-clock limits,

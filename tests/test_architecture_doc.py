@@ -10,7 +10,7 @@ DOC = ROOT / "docs" / "architecture.md"
 PACKAGES = ("bench", "catalog", "proxy", "scorer")
 # A repository path: a top-level folder of the project, then a path, in backticks or in the drawing.
 PATH = re.compile(r"\b((?:bench|catalog|proxy|scorer|tests|docs|benchmarks|scripts)/[\w./<>-]*)")
-# A dotted module name in backticks, e.g. `scorer.pipeline`.
+# A dotted module name in backticks, e.g. `bench.scorer.pipeline`.
 MODULE = re.compile(r"`((?:bench|catalog|proxy|scorer)(?:\.\w+)+)`")
 
 

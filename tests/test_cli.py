@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from bench import __version__, cli
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 COMMANDS = ["proxy", "cassette", "catalog", "record", "doctor", "sim", "demo", "rescore", "report", "compare", "health"]
 

@@ -33,8 +33,8 @@ def test_mypy_strict(request: pytest.FixtureRequest) -> None:
 
 def test_scorer_never_imports_aiohttp() -> None:
     # Everything `bench rescore` and `bench report` load, the catalog's model and loader included (the scorer imports
-    # catalog.model, so catalog/__init__.py must stay free of the driver and the simulator).
-    modules = "scorer, scorer.pipeline, scorer.rescore_command, scorer.report_command, catalog.model.loader"
-    code = f"import sys, bench.cassette, bench.sse, {modules}; sys.exit('aiohttp' in sys.modules)"
+    # bench.catalog.model, so catalog/__init__.py must stay free of the driver and the simulator).
+    modules = "bench.scorer, bench.scorer.pipeline, bench.cli.rescore_command, bench.cli.report_command, bench.catalog.model.loader"
+    code = f"import sys, bench.core.cassette, bench.core.sse, {modules}; sys.exit('aiohttp' in sys.modules)"
     result = run(sys.executable, "-c", code)
     assert result.returncode == 0, result.stdout + result.stderr or "the scorer imported aiohttp"

@@ -7,11 +7,11 @@ from typing import Any
 import msgspec
 import orjson
 
-from bench.cassette import records
-from bench.parse import parse_exchange
+from bench.core.cassette import records
+from bench.core.parse import parse_exchange
+from bench.scorer.results import ExchangeScore
 from bench.view.index import UNTAGGED, Index, Row
 from bench.view.timeline import Timeline, timeline
-from scorer.results import ExchangeScore
 
 
 class Turn(msgspec.Struct):

@@ -17,14 +17,14 @@ from typing import Any
 
 import msgspec
 
-from bench.cassette.records import Exchange
-from bench.cassette.seek import SeekIndex
-from bench.errors import BenchError, CassetteError
-from bench.storage import Location, is_url
-from scorer.report.load import Scores, load, paused_gc, scores_file
-from scorer.report.stats import wilson
-from scorer.results import ExchangeScore, Meta, Result
-from scorer.scores_io import open_scores, read_result_at
+from bench.core.cassette.records import Exchange
+from bench.core.cassette.seek import SeekIndex
+from bench.core.errors import BenchError, CassetteError
+from bench.core.storage import Location, is_url
+from bench.scorer.report.load import Scores, load, paused_gc, scores_file
+from bench.scorer.report.stats import wilson
+from bench.scorer.results import ExchangeScore, Meta, Result
+from bench.scorer.scores_io import open_scores, read_result_at
 
 RECENT = 8  # results whose records stay in memory after being opened
 
@@ -81,7 +81,7 @@ class _RunTally:
 class Index:
     """Every result as a Row; the rest of a result (checks, exchanges) is read again from its scores file when one
     is opened (results rescored in memory are kept whole), and its exchanges are read from the cassette through a
-    seek index (bench.cassette.seek), so memory is one small row per result."""
+    seek index (bench.core.cassette.seek), so memory is one small row per result."""
 
     def __init__(self) -> None:
         self.sources: list[Scores] = []

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.view.detail import detail, raw_stream
 from bench.view.index import Index
 from bench.view.paging import page, parse_query

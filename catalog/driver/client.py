@@ -1,7 +1,7 @@
-"""One HTTP attempt at a chat completion, read the way a client reads it and parsed with bench.parse.
+"""One HTTP attempt at a chat completion, read the way a client reads it and parsed with bench.core.parse.
 
 The driver needs the assembled answer (tool calls above all) to run multi-turn tool loops, so it parses the SSE
-stream itself, through bench.parse's live helpers rather than a second parser.
+stream itself, through bench.core.parse's live helpers rather than a second parser.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from bench.cassette.records import Exchange, Request, Response
-from bench.endpoints import CHAT, RESPONSES
-from bench.parse import ParsedExchange, parse_exchange, parse_stream
+from bench.core.cassette.records import Exchange, Request, Response
+from bench.core.endpoints import CHAT, RESPONSES
+from bench.core.parse import ParsedExchange, parse_exchange, parse_stream
 
 # Outcomes of an attempt, in the driver's own words (the proxy records its own view in the cassette).
 OK = "ok"

@@ -15,8 +15,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from bench.errors import BenchError
-from bench.nesting import TooDeep, load_yaml
+from bench.core.errors import BenchError
+from bench.core.nesting import TooDeep, load_yaml
 
 API_KEY_ENV = "BENCH_API_KEY"
 

@@ -16,14 +16,14 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.endpoints import CHAT, RESPONSES
-from bench.parse import ParsedExchange, ToolCall
-from bench.responses_request import responses_from_chat
-from catalog import fixture_dir
-from catalog.driver.client import OK, AttemptResult, post_chat
-from catalog.driver.config import RecordConfig
-from catalog.driver.retry import backoff_delay, retryable
-from catalog.model import TestSpec
+from bench.catalog import fixture_dir
+from bench.catalog.driver.client import OK, AttemptResult, post_chat
+from bench.catalog.driver.config import RecordConfig
+from bench.catalog.driver.retry import backoff_delay, retryable
+from bench.catalog.model import TestSpec
+from bench.core.endpoints import CHAT, RESPONSES
+from bench.core.parse import ParsedExchange, ToolCall
+from bench.core.responses_request import responses_from_chat
 
 ENDPOINT_PATHS = {"chat": "chat/completions", "responses": "responses"}
 NO_RUNNER = "error: this test gives no way to run tools; answer from what you know"
@@ -165,7 +165,7 @@ async def run_job(sender: Sender, job: Job) -> JobResult:
     outcome = JobResult(job, ok=False)
     workspace = None
     if test.workspace is not None:
-        from bench.tools import ToolWorkspace
+        from bench.workspace import ToolWorkspace
 
         ws = test.workspace
         workspace = await asyncio.to_thread(

@@ -9,9 +9,9 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.errors import BenchError
-from catalog.driver.client import OK, post_chat
-from catalog.driver.preflight import PROBE_TIMEOUT, api_base, auth_headers, list_models
+from bench.catalog.driver.client import OK, post_chat
+from bench.catalog.driver.preflight import PROBE_TIMEOUT, api_base, auth_headers, list_models
+from bench.core.errors import BenchError
 
 WEATHER_TOOL = {
     "type": "function",

@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 PROBE_TIMEOUT = 15.0
 

@@ -18,15 +18,15 @@ from typing import Any
 import aiohttp
 
 from bench import __version__
-from bench.cassette.records import RunMeta
-from bench.errors import BenchError
-from catalog.driver.config import RecordConfig
-from catalog.driver.conversation import Job, JobResult, Sender, run_job
-from catalog.driver.limiter import Limiter
-from catalog.driver.preflight import api_base, preflight
-from catalog.driver.progress import Quiet, Reporter
-from catalog.driver.resume import missing_jobs, read_run
-from catalog.model import Catalog, TestSpec
+from bench.catalog.driver.config import RecordConfig
+from bench.catalog.driver.conversation import Job, JobResult, Sender, run_job
+from bench.catalog.driver.limiter import Limiter
+from bench.catalog.driver.preflight import api_base, preflight
+from bench.catalog.driver.progress import Quiet, Reporter
+from bench.catalog.driver.resume import missing_jobs, read_run
+from bench.catalog.model import Catalog, TestSpec
+from bench.core.cassette.records import RunMeta
+from bench.core.errors import BenchError
 
 # The driver abandons a silent stream itself (idle_timeout); its in-process proxy shares the event loop and would cut
 # the same stream at the same moment, so which of the two acted (a timeout or a cut-short answer) was a race. The
@@ -153,7 +153,7 @@ async def record(
 
     proxy = None
     if cfg.proxy is None:
-        from proxy import start_proxy
+        from bench.proxy import start_proxy
 
         proxy = await start_proxy(
             upstream=cfg.upstream,

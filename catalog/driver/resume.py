@@ -11,14 +11,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from bench.cassette import CassetteReader, find_cassettes
-from bench.cassette.records import Exchange, RunMeta
-from bench.errors import BenchError
-from bench.parse import parse_exchange
-from catalog.driver.client import OK, AttemptResult, judge
-from catalog.driver.conversation import Job, should_continue
-from catalog.driver.retry import retryable
-from catalog.model import TestSpec
+from bench.catalog.driver.client import OK, AttemptResult, judge
+from bench.catalog.driver.conversation import Job, should_continue
+from bench.catalog.driver.retry import retryable
+from bench.catalog.model import TestSpec
+from bench.core.cassette import CassetteReader, find_cassettes
+from bench.core.cassette.records import Exchange, RunMeta
+from bench.core.errors import BenchError
+from bench.core.parse import parse_exchange
 
 JobKey = tuple[str, str, int]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from catalog.driver.client import CONNECTION, EMPTY, HTTP_ERROR, OK, TIMEOUT, TRUNCATED, AttemptResult
+from bench.catalog.driver.client import CONNECTION, EMPTY, HTTP_ERROR, OK, TIMEOUT, TRUNCATED, AttemptResult
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 

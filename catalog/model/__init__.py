@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from catalog.model.spec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
+from bench.catalog.model.spec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
 
 __all__ = ["Catalog", "Check", "Limits", "RefCall", "Reference", "TestSpec", "Workspace", "load_catalog"]
 
@@ -16,6 +16,6 @@ def load_catalog(path: Path | None = None) -> Catalog:
     """Load and validate every *.yaml suite under `path` (None: the built-in suites); BenchError if bad."""
     # The loader brings in jsonschema and yaml (~0.2 s): imported on use, because every CLI module imports this
     # package's types and `bench --help` imports every CLI module.
-    from catalog.model.loader import load_catalog as load
+    from bench.catalog.model.loader import load_catalog as load
 
     return load(path)

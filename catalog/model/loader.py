@@ -17,11 +17,11 @@ import jsonschema
 import orjson
 import yaml
 
-from bench.errors import BenchError
-from bench.nesting import TooDeep, load_yaml
-from catalog import FIXTURES_DIR, SCHEMA_FILE, SUITES_DIR, TOOLS_DIR
-from catalog.model.spec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
-from scorer.registry import arg_problem, find_evaluator
+from bench.catalog import FIXTURES_DIR, SCHEMA_FILE, SUITES_DIR, TOOLS_DIR
+from bench.catalog.model.spec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
+from bench.core.errors import BenchError
+from bench.core.nesting import TooDeep, load_yaml
+from bench.scorer.registry import arg_problem, find_evaluator
 
 # Multi-turn tasks need room to read, edit and run tests; a test can lower or raise these.
 WORKSPACE_LIMITS = Limits(max_turns=12, max_calls=20)
@@ -176,7 +176,7 @@ class _SuiteLoader:
     def workspace(self, raw: Mapping[str, Any] | None, where: str) -> Workspace | None:
         if raw is None:
             return None
-        from bench.tools import WORKSPACE_TOOLS
+        from bench.workspace import WORKSPACE_TOOLS
 
         name = raw["fixture"]
         path = self.find_fixture(name)
@@ -206,7 +206,7 @@ class _SuiteLoader:
         return {"fixture": raw["fixture"], "files": fixture_hash(path), "tools": ws.tools, "allow": ws.allow_commands}
 
     def tools(self, raw: list[Any], workspace: Workspace | None, where: str) -> list[dict[str, Any]]:
-        from bench.tools import workspace_tool_schemas
+        from bench.workspace import workspace_tool_schemas
 
         known = builtin_tools()
         tools: list[dict[str, Any]] = []

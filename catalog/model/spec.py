@@ -1,8 +1,7 @@
-"""What a catalog test is: the model shared by the driver (catalog.driver), the simulator and the scorer.
+"""What a catalog test is: the model shared by the driver (bench.catalog.driver), the simulator and the scorer.
 
-The YAML suites under catalog/data/suites/ load into these frozen dataclasses (catalog.model.loader); the JSON Schema
-that validates them is catalog/data/schema/test.schema.json.
-"""
+The YAML suites under catalog/data/suites/ load into these frozen dataclasses (bench.catalog.model.loader); the JSON
+Schema that validates them is catalog/data/schema/test.schema.json."""
 
 from __future__ import annotations
 

@@ -5,6 +5,6 @@ profiles make one kind of mistake each, and `+fault` suffixes inject transport f
 See docs/sim.md.
 """
 
-from catalog.sim.gateway import RunningSim, start_sim
+from bench.catalog.sim.gateway import RunningSim, start_sim
 
 __all__ = ["RunningSim", "start_sim"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from catalog.sim.reply import Reply, SimCall, SimRequest
+from bench.catalog.sim.reply import Reply, SimCall, SimRequest
 
 Behaviour = Callable[[SimRequest], Reply]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from catalog.model import Catalog, TestSpec
+from bench.catalog.model import Catalog, TestSpec
 
 
 def messages_key(messages: Sequence[Mapping[str, Any]]) -> str:

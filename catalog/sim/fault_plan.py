@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from bench.errors import BenchError
-from bench.fingerprint import VOLATILE_FIELDS
+from bench.core.errors import BenchError
+from bench.core.fingerprint import VOLATILE_FIELDS
 
 HTTP_FAULTS = {"429": 429, "408": 408, "500": 500, "502": 502, "503": 503}
 STREAM_FAULTS = ("truncate", "stall", "empty")

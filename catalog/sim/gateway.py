@@ -13,29 +13,22 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from bench.errors import BenchError
-from bench.responses_request import chat_from_responses
-from bench.serving import listen
-from catalog.model import Catalog, load_catalog
-from catalog.sim.behaviours import BEHAVIOURS
-from catalog.sim.catalog_index import CatalogIndex
-from catalog.sim.fault_plan import Fault, FaultPlan, request_key, split_model
-from catalog.sim.legacy import (
+from bench.catalog.model import Catalog, load_catalog
+from bench.catalog.sim.behaviours import BEHAVIOURS
+from bench.catalog.sim.catalog_index import CatalogIndex
+from bench.catalog.sim.fault_plan import Fault, FaultPlan, request_key, split_model
+from bench.catalog.sim.legacy import (
     embedding_inputs,
     encode_completion_body,
     encode_completion_stream,
     encode_embeddings,
 )
-from catalog.sim.reply import Reply, SimRequest
-from catalog.sim.responses import encode_response_body, encode_response_stream
-from catalog.sim.stream import (
-    Meta,
-    count_prompt_tokens,
-    encode_body,
-    encode_stream,
-    error_body,
-    limit_reply,
-)
+from bench.catalog.sim.reply import Reply, SimRequest
+from bench.catalog.sim.responses import encode_response_body, encode_response_stream
+from bench.catalog.sim.stream import Meta, count_prompt_tokens, encode_body, encode_stream, error_body, limit_reply
+from bench.core.errors import BenchError
+from bench.core.responses_request import chat_from_responses
+from bench.core.serving import listen
 
 CHAT_API = "chat"
 RESPONSES_API = "responses"

@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
-from catalog.sim.reply import Reply
-from catalog.sim.stream import Encoded, Meta, split_tokens
+from bench.catalog.sim.reply import Reply
+from bench.catalog.sim.stream import Encoded, Meta, split_tokens
 
 EMBEDDING_DIMENSIONS = 8
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalog.model import TestSpec
+from bench.catalog.model import TestSpec
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from catalog.sim.reply import Reply
-from catalog.sim.stream import ARG_FRAGMENT, Encoded, Meta, split_tokens
+from bench.catalog.sim.reply import Reply
+from bench.catalog.sim.stream import ARG_FRAGMENT, Encoded, Meta, split_tokens
 
 
 def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from catalog.sim.reply import Reply
+from bench.catalog.sim.reply import Reply
 
 SYSTEM_FINGERPRINT = "fp_bench_sim_1"
 # Tool-call arguments are streamed in pieces of this many characters, as vLLM and OpenAI do (a few tokens each).

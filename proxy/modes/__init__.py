@@ -16,14 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from proxy.recorder import Exchange
-    from proxy.recordings import ReplayIndex
-    from proxy.state import ProxyState
+    from bench.proxy.recorder import Exchange
+    from bench.proxy.recordings import ReplayIndex
+    from bench.proxy.state import ProxyState
 
 
 class Mode(ABC):
@@ -72,4 +72,4 @@ def get(name: str) -> Mode:
 
 
 # Registration, in the order `--help` lists them.
-from proxy.modes import record, replay, auto, passthrough  # noqa: E402, F401, I001
+from bench.proxy.modes import record, replay, auto, passthrough  # noqa: E402, F401, I001

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from proxy.modes import Mode, mode
-from proxy.modes.replay import Replay
+from bench.proxy.modes import Mode, mode
+from bench.proxy.modes.replay import Replay
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from proxy.recorder import Exchange
-    from proxy.state import ProxyState
+    from bench.proxy.recorder import Exchange
+    from bench.proxy.state import ProxyState
 
 
 @mode("auto")
@@ -20,7 +20,7 @@ class Auto(Mode):
     replays = True
 
     def __init__(self) -> None:
-        from proxy.forward import forward, serve_recorded
+        from bench.proxy.forward import forward, serve_recorded
 
         self.forward = forward
         self.serve_recorded = serve_recorded

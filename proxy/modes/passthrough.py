@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from proxy.modes import Mode, mode
+from bench.proxy.modes import Mode, mode
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from proxy.recorder import Exchange
-    from proxy.state import ProxyState
+    from bench.proxy.recorder import Exchange
+    from bench.proxy.state import ProxyState
 
 
 @mode("passthrough")
@@ -19,7 +19,7 @@ class Passthrough(Mode):
     records = False
 
     def __init__(self) -> None:
-        from proxy.forward import forward
+        from bench.proxy.forward import forward
 
         self.forward = forward
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.errors import BenchError
-from proxy.modes import Mode, mode
+from bench.core.errors import BenchError
+from bench.proxy.modes import Mode, mode
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from proxy.recorder import Exchange
-    from proxy.recordings import ReplayIndex
-    from proxy.state import ProxyState
+    from bench.proxy.recorder import Exchange
+    from bench.proxy.recordings import ReplayIndex
+    from bench.proxy.state import ProxyState
 
 
 @mode("replay")
@@ -32,7 +32,7 @@ class Replay(Mode):
         return replay_log
 
     def __init__(self) -> None:
-        from proxy.forward import serve_recorded
+        from bench.proxy.forward import serve_recorded
 
         self.serve_recorded = serve_recorded
 
@@ -48,9 +48,9 @@ class Replay(Mode):
 
 
 async def _miss(state: ProxyState, ex: Exchange, index: ReplayIndex) -> web.Response:
-    from bench.cassette.format import UPSTREAM_ERROR
-    from proxy.error_responses import error_response
-    from proxy.recordings import describe_miss
+    from bench.core.cassette.format import UPSTREAM_ERROR
+    from bench.proxy.error_responses import error_response
+    from bench.proxy.recordings import describe_miss
 
     state.stats.misses += 1
     nearest = index.nearest(ex.method, ex.path, ex.query, ex.body)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import msgspec
 
-from bench.cassette import CassetteReader, CassetteWriter
-from bench.cassette.records import Exchange, Header
-from bench.errors import BenchError
+from bench.core.cassette import CassetteReader, CassetteWriter
+from bench.core.cassette.records import Exchange, Header
+from bench.core.errors import BenchError
 
 # Exchanges a replay served (in new_episodes mode, `auto` records those too) are not new recordings.
 REPLAYED = "replay"

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
-from bench.serving import listen
-from proxy.app import ClientLimits, handle, serve_with
-from proxy.error_responses import error_response
-from proxy.state import ProxyStats
+from bench.core.serving import listen
+from bench.proxy.app import ClientLimits, handle, serve_with
+from bench.proxy.error_responses import error_response
+from bench.proxy.state import ProxyStats
 
 if TYPE_CHECKING:
-    from proxy.server import RunningProxy
+    from bench.proxy.server import RunningProxy
 
 T = TypeVar("T")
 # Starting or stopping a test's proxy takes milliseconds; this bounds a wedged loop, not a slow machine.

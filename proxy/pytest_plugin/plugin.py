@@ -11,17 +11,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import pytest
 
-from proxy.pytest_plugin.network import NetworkBlock
-from proxy.pytest_plugin.settings import (
-    DUMMY_KEY,
-    Settings,
-    read_settings,
-    test_settings,
-)
+from bench.proxy.pytest_plugin.network import NetworkBlock
+from bench.proxy.pytest_plugin.settings import DUMMY_KEY, Settings, read_settings, test_settings
 
 if TYPE_CHECKING:
-    from proxy.pytest_plugin.loop import ProxyLoop
-    from proxy.pytest_plugin.recording import TestRecording
+    from bench.proxy.pytest_plugin.loop import ProxyLoop
+    from bench.proxy.pytest_plugin.recording import TestRecording
 
 REPORT_KEY = "bench"
 ENV_NAMES = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
@@ -65,7 +60,7 @@ class PluginState:
     @property
     def loop(self) -> ProxyLoop:
         if self._loop is None:
-            from proxy.pytest_plugin.loop import ProxyLoop
+            from bench.proxy.pytest_plugin.loop import ProxyLoop
 
             self._loop = ProxyLoop()
         return self._loop
@@ -103,7 +98,7 @@ _BLOCK = pytest.StashKey[NetworkBlock]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from proxy.pytest_plugin.settings import add_options
+    from bench.proxy.pytest_plugin.settings import add_options
 
     add_options(parser)
 
@@ -140,8 +135,8 @@ def bench_url(pytestconfig: pytest.Config) -> str:
 @pytest.fixture
 def bench_proxy(request: pytest.FixtureRequest) -> Iterator[BenchProxy]:
     """Record or replay this test's traffic through bench; gives the proxy's address and the test's cassette."""
-    from bench.errors import BenchError
-    from proxy.pytest_plugin.recording import TestRecording
+    from bench.core.errors import BenchError
+    from bench.proxy.pytest_plugin.recording import TestRecording
 
     item = request.node
     state = item.config.stash[_STATE]
@@ -258,7 +253,7 @@ class Reporter:
                 self.outcomes.append(value)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from proxy.pytest_plugin.summary import summarize
+        from bench.proxy.pytest_plugin.summary import summarize
 
         lines = summarize(self.outcomes)
         if lines:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import msgspec
 
-from bench.cassette import CassetteReader
-from bench.cassette.records import RunMeta
-from proxy.pytest_plugin.cassettes import Stale, commit, depends_on_digests, partial_path, staleness
-from proxy.pytest_plugin.loop import ProxyLoop, Route
-from proxy.pytest_plugin.settings import Settings, TestSettings
-from proxy.server import RunningProxy, start_proxy
+from bench.core.cassette import CassetteReader
+from bench.core.cassette.records import RunMeta
+from bench.proxy.pytest_plugin.cassettes import Stale, commit, depends_on_digests, partial_path, staleness
+from bench.proxy.pytest_plugin.loop import ProxyLoop, Route
+from bench.proxy.pytest_plugin.settings import Settings, TestSettings
+from bench.proxy.server import RunningProxy, start_proxy
 
 # A test's proxy is closed when the test ends: a request still running by then (a stream the test left open) gets
 # this long to finish before it is cut off.

@@ -91,8 +91,8 @@ def parse_age(text: str) -> float | None:
 
 
 def check_pace(pace: str, where: str) -> str:
-    from bench.errors import BenchError
-    from proxy.recordings import parse_pace  # light: no aiohttp
+    from bench.core.errors import BenchError
+    from bench.proxy.recordings import parse_pace  # light: no aiohttp
 
     try:
         parse_pace(pace)
@@ -104,8 +104,8 @@ def check_pace(pace: str, where: str) -> str:
 
 
 def read_settings(config: pytest.Config, environ: dict[str, str]) -> Settings:
-    from bench.close_level import close_level_setting
-    from bench.errors import BenchError
+    from bench.core.close_level import close_level_setting
+    from bench.core.errors import BenchError
 
     try:
         close_level_setting()  # refused when pytest starts, not when a cassette closes

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from proxy.pytest_plugin.recording import Outcome
+from bench.proxy.pytest_plugin.recording import Outcome
 
 MAX_LISTED = 20
 

@@ -1,9 +1,9 @@
 """The built-in evaluators; importing this package registers them all."""
 
-import scorer.evaluators.code
-import scorer.evaluators.json_checks
-import scorer.evaluators.numbers
-import scorer.evaluators.text
-import scorer.evaluators.timing
-import scorer.evaluators.tools
-import scorer.evaluators.workspace  # noqa: F401 - imported for its registrations
+import bench.scorer.evaluators.code
+import bench.scorer.evaluators.json_checks
+import bench.scorer.evaluators.numbers
+import bench.scorer.evaluators.text
+import bench.scorer.evaluators.timing
+import bench.scorer.evaluators.tools
+import bench.scorer.evaluators.workspace  # noqa: F401 - imported for its registrations

@@ -1,4 +1,4 @@
-"""Code-execution evaluators: the answer's program runs in scorer.sandbox and its stdout is compared.
+"""Code-execution evaluators: the answer's program runs in bench.workspace.sandbox and its stdout is compared.
 
 The program is the first fenced block tagged with the language, else the first untagged fenced block, else the
 whole answer. Output is compared with trailing whitespace removed from each line and from the end.
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from scorer import sandbox
-from scorer.registry import ArgError, EvalContext, Score, evaluator
-from scorer.signature import Positive
+from bench.scorer.registry import ArgError, EvalContext, Score, evaluator
+from bench.scorer.signature import Positive
+from bench.workspace import sandbox
 
 _FENCE = re.compile(r"```([\w+#-]*)[ \t]*\n(.*?)```", re.DOTALL)
 PYTHON_TAGS = frozenset({"python", "py", "python3"})

@@ -9,10 +9,10 @@ from typing import Any
 
 import jsonschema
 
-from bench.nesting import TooDeep, check_depth
-from scorer.evaluators.values import values_equal
-from scorer.registry import ArgError, EvalContext, Score, evaluator
-from scorer.signature import JsonObject, Strings
+from bench.core.nesting import TooDeep, check_depth
+from bench.scorer.evaluators.values import values_equal
+from bench.scorer.registry import ArgError, EvalContext, Score, evaluator
+from bench.scorer.signature import JsonObject, Strings
 
 _FENCED = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()

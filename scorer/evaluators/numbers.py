@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from scorer.registry import ArgError, EvalContext, Score, evaluator
+from bench.scorer.registry import ArgError, EvalContext, Score, evaluator
 
 _NUMBER = re.compile(
     r"(?<![\w.])(?P<sign>[-+−]?)[$€£]?\s?"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from scorer.registry import ArgError, EvalContext, Score, evaluator
-from scorer.signature import Strings
+from bench.scorer.registry import ArgError, EvalContext, Score, evaluator
+from bench.scorer.signature import Strings
 
 _FENCE = re.compile(r"^```[\w+-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _DECORATION = "\"'`“”‘’«»*"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scorer.registry import EvalContext, Score, evaluator
-from scorer.signature import Positive
+from bench.scorer.registry import EvalContext, Score, evaluator
+from bench.scorer.signature import Positive
 
 
 def _latency_under(ctx: EvalContext, limit: float, field: str, label: str, missing: str) -> Score:

@@ -6,10 +6,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from scorer.context import Call
-from scorer.evaluators.values import match_value
-from scorer.registry import ArgError, EvalContext, Score, evaluator
-from scorer.signature import Count, Matchers, Strings, ToolName, ToolNames
+from bench.scorer.context import Call
+from bench.scorer.evaluators.values import match_value
+from bench.scorer.registry import ArgError, EvalContext, Score, evaluator
+from bench.scorer.signature import Count, Matchers, Strings, ToolName, ToolNames
 
 
 def _names(calls: list[Call]) -> list[str]:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from scorer.registry import ArgError
+from bench.scorer.registry import ArgError
 
 MATCHER_KEYS = frozenset({"exact", "contains", "regex", "one_of", "path", "any"})
 

@@ -1,13 +1,14 @@
-"""Workspace evaluators: the fixture's final state after replaying the recorded tool calls (scorer.workspace_replay)."""
+"""Workspace evaluators: the fixture's final state after replaying the recorded tool calls
+(bench.scorer.workspace_replay)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from scorer.evaluators.values import normalize_path
-from scorer.registry import ArgError, EvalContext, Score, evaluator
-from scorer.signature import Argv
+from bench.scorer.evaluators.values import normalize_path
+from bench.scorer.registry import ArgError, EvalContext, Score, evaluator
+from bench.scorer.signature import Argv
 
 
 def _target(ctx: EvalContext, given: str) -> tuple[str, Path]:

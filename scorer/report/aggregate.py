@@ -12,12 +12,12 @@ from typing import Any
 
 import orjson
 
-from scorer.report.cost import Cost, CostTally, Prices
-from scorer.report.latency import Timing, TimingTally
-from scorer.report.load import Scores, Stream, paused_gc
-from scorer.report.stats import pass_at_k, pass_hat_k, wilson
-from scorer.report.traffic import Traffic, TrafficTally
-from scorer.results import Meta, Result
+from bench.scorer.report.cost import Cost, CostTally, Prices
+from bench.scorer.report.latency import Timing, TimingTally
+from bench.scorer.report.load import Scores, Stream, paused_gc
+from bench.scorer.report.stats import pass_at_k, pass_hat_k, wilson
+from bench.scorer.report.traffic import Traffic, TrafficTally
+from bench.scorer.results import Meta, Result
 
 STATUSES = ("scored", "errored", "skipped", "stale", "unknown")
 SCOPES = ("overall", "suite", "category")

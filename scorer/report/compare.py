@@ -15,10 +15,10 @@ from pathlib import Path
 
 import msgspec
 
-from scorer.report.aggregate import ModelSettings, ModelTally, run_info
-from scorer.report.load import Scores, Stream
-from scorer.report.stats import mcnemar_exact, paired_bootstrap
-from scorer.results import Meta, Result
+from bench.scorer.report.aggregate import ModelSettings, ModelTally, run_info
+from bench.scorer.report.load import Scores, Stream
+from bench.scorer.report.stats import mcnemar_exact, paired_bootstrap
+from bench.scorer.results import Meta, Result
 
 ALPHA = 0.05
 RULE = (

@@ -1,11 +1,10 @@
 """Cost from a user-supplied price table (docs/report.md, "Cost"): per model, per test and per run.
 
-Prices are per million tokens: input, cached input (input tokens the provider served from its prompt cache, billed
-at their own rate), output. Token counts are the traffic lines' (scorer.traffic_lines): usage where the response had it;
-output tokens counted from the stream otherwise (then the cost is marked estimated), and a request with no input
+Prices are per million tokens: input, cached input (input tokens the provider served from its prompt cache, billed at
+their own rate), output. Token counts are the traffic lines' (bench.scorer.traffic_lines): usage where the response had
+it; output tokens counted from the stream otherwise (then the cost is marked estimated), and a request with no input
 count adds no input cost (counted as missing). A model is priced by its requested name, exact match first, then the
-first shell-style pattern that matches, then its served name the same way; unpriced models are listed, never
-guessed.
+first shell-style pattern that matches, then its served name the same way; unpriced models are listed, never guessed.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.yamlfile import load_checked_yaml
+from bench.core.yamlfile import load_checked_yaml
 
 _PRICE = {"type": "number", "minimum": 0}
 PRICES_SCHEMA: dict[str, Any] = {

@@ -18,8 +18,8 @@ import orjson
 
 if TYPE_CHECKING:
     # Imported for types only: `bench --help` builds the --format choices from this registry and stays fast.
-    from scorer.report.aggregate import Report
-    from scorer.report.sections import Section
+    from bench.scorer.report.aggregate import Report
+    from bench.scorer.report.sections import Section
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,8 @@ def output_format(
 
 def report_document(report: Report) -> Document:
     """What `bench report` renders: the Report's sections and JSON body, and the Report for the HTML charts."""
-    from scorer.report import render_json
-    from scorer.report.sections import sections
+    from bench.scorer.report import render_json
+    from bench.scorer.report.sections import sections
 
     return Document(
         sections=sections(report),
@@ -95,7 +95,7 @@ def from_suffix(path: Path) -> str | None:
 def table(doc: Document, target: Target) -> str:
     from rich.console import Console
 
-    from scorer.report import render_table
+    from bench.scorer.report import render_table
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=target.width, force_terminal=target.terminal, no_color=not target.terminal)
@@ -108,7 +108,7 @@ def table(doc: Document, target: Target) -> str:
 
 @output_format("markdown", suffixes=(".md",))
 def markdown(doc: Document, target: Target) -> str:
-    from scorer.report.render_markdown import cell, markdown_table
+    from bench.scorer.report.render_markdown import cell, markdown_table
 
     parts = [f"# {doc.title}", ""] if doc.title else []
     if doc.warnings:
@@ -136,7 +136,7 @@ def json(doc: Document, target: Target) -> str:
 
 @output_format("html", suffixes=(".html", ".htm"), needs_report=True)
 def html(doc: Document, target: Target) -> str:
-    from scorer.report import render_html
+    from bench.scorer.report import render_html
 
     if doc.report is None:
         raise ValueError("the html format draws a Report; only bench report has one")

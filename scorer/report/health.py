@@ -10,8 +10,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scorer.report.load import Scores, Stream
-from scorer.results import Result
+from bench.scorer.report.load import Scores, Stream
+from bench.scorer.results import Result
 
 # Pass rates of the best and worst model must differ by at least this much for a test to count as separating.
 SEPARATION = 0.5

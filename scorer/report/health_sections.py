@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scorer.report.health import Health, TestHealth
-from scorer.report.sections import Section, pct
+from bench.scorer.report.health import Health, TestHealth
+from bench.scorer.report.sections import Section, pct
 
 MAX_ROWS = 40
 

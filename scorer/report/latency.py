@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scorer.report.value_counts import ValueCounts, counted, exact_sum_over, median, percentiles
-from scorer.results import ExchangeScore, Result
+from bench.scorer.report.value_counts import ValueCounts, counted, exact_sum_over, median, percentiles
+from bench.scorer.results import ExchangeScore, Result
 
 # Headline percentiles (vLLM prints p50/p90/p99), then the points the HTML charts draw: a box (p5..p95) and a CDF.
 HEADLINE = (50.0, 90.0, 99.0)
@@ -60,7 +60,7 @@ class Timing:
 
 def distribution(values_us: Iterable[float] | np.ndarray | ValueCounts) -> Dist:
     """Summarise microsecond values as a Dist in milliseconds: numpy's linear-interpolation percentiles, and the
-    exact mean (rounded once), taken from the values' counts (scorer.report.value_counts) so that the order the
+    exact mean (rounded once), taken from the values' counts (bench.scorer.report.value_counts) so that the order the
     values came in, and whether they were all held at once, changes nothing."""
     found = values_us if isinstance(values_us, ValueCounts) else counted(values_us)
     values, counts = found.sorted()

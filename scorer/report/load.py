@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.errors import BenchError
-from bench.storage import Location, is_url
-from scorer.results import Meta, Result
+from bench.core.errors import BenchError
+from bench.core.storage import Location, is_url
+from bench.scorer.results import Meta, Result
 
 SCORES_NAME = "scores.jsonl"
 
@@ -24,7 +24,7 @@ class Scores:
     base: Path
     meta: Meta
     results: list[Result]
-    traffic: list[dict[str, Any]] = field(default_factory=list)  # one line per exchange (scorer.traffic_lines)
+    traffic: list[dict[str, Any]] = field(default_factory=list)  # one line per exchange (bench.scorer.traffic_lines)
     # For a scores file read from object storage: the URL prefix its cassette paths are relative to.
     remote_base: str | None = None
 
@@ -85,7 +85,7 @@ def _fetched(url: str) -> Iterator[tuple[str, Path] | None]:
     (its URL, the copy); None when there is none, so that the cassettes under the prefix are to be rescored."""
     import tempfile
 
-    from bench import storage
+    from bench.core import storage
 
     fs = storage.filesystem(url)
     scores_url = url if url.endswith(".jsonl") else storage.join(url, SCORES_NAME)
@@ -125,7 +125,7 @@ class Stream:
 def stream(path: Location, *, jobs: int = 1) -> Iterator[Stream]:
     """`load(path)` as one pass over the scores file while the context is open; cassettes rescored in memory (no
     scores file to read) are streamed from the results held."""
-    from scorer.scores_io import open_scores
+    from bench.scorer.scores_io import open_scores
 
     if is_url(path):
         with _fetched(str(path)) as found:
@@ -157,7 +157,7 @@ def _bare(lines: Iterator[tuple[int, Result | dict[str, Any]]]) -> Iterator[Resu
 
 def _rescore(paths: Sequence[Location], jobs: int, traffic: list[dict[str, Any]]) -> tuple[Meta, list[Result]]:
     # Imported lazily: rescoring pulls in the catalog and every evaluator, which a report on a scores file never needs.
-    from scorer import pipeline
+    from bench.scorer import pipeline
 
     meta, results = pipeline.rescore(paths, jobs=jobs, traffic=traffic)
     pipeline.require_results(meta, results, paths, traffic)
@@ -182,7 +182,7 @@ def paused_gc() -> Iterator[None]:
 
 
 def _from_file(path: Path) -> Scores:
-    from scorer.scores_io import read_scores
+    from bench.scorer.scores_io import read_scores
 
     traffic: list[dict[str, Any]] = []
     with paused_gc():

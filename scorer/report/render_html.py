@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from html import escape
 
-from scorer.report import svg
-from scorer.report.aggregate import Report
-from scorer.report.latency import CDF
-from scorer.report.sections import Section, sections
+from bench.scorer.report import svg
+from bench.scorer.report.aggregate import Report
+from bench.scorer.report.latency import CDF
+from bench.scorer.report.sections import Section, sections
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#111;background:#fff}

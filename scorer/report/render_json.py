@@ -1,4 +1,4 @@
-"""The report as one JSON document: every number of the Report, for scripts and dashboards (scorer.report.formats
+"""The report as one JSON document: every number of the Report, for scripts and dashboards (bench.scorer.report.formats
 writes it)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from scorer.report.aggregate import Report
+from bench.scorer.report.aggregate import Report
 
 REPORT_FORMAT = "bench-report"
 REPORT_VERSION = 1

@@ -1,8 +1,8 @@
-"""Sections as GitHub-flavoured Markdown (pipe tables), for pull requests and notes (scorer.report.formats)."""
+"""Sections as GitHub-flavoured Markdown (pipe tables), for pull requests and notes (bench.scorer.report.formats)."""
 
 from __future__ import annotations
 
-from scorer.report.sections import Section
+from bench.scorer.report.sections import Section
 
 
 def cell(text: str) -> str:

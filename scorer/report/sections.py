@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scorer.report.aggregate import Report
-from scorer.report.latency import LOOP_LAG_WARN_MS, Dist
+from bench.scorer.report.aggregate import Report
+from bench.scorer.report.latency import LOOP_LAG_WARN_MS, Dist
 
 # Flaky lists can run to thousands on a big catalog; the JSON output keeps them all.
 MAX_FLAKY_ROWS = 30
@@ -198,8 +198,8 @@ def sections(report: Report) -> list[Section]:
         reliability_section(report),
         settings_section(report),
     ]
-    from scorer.report.cost_sections import cost_sections  # both build on this module's helpers
-    from scorer.report.traffic_sections import traffic_sections
+    from bench.scorer.report.cost_sections import cost_sections  # both build on this module's helpers
+    from bench.scorer.report.traffic_sections import traffic_sections
 
     all_sections.extend(cost_sections(report.cost))
     all_sections.extend(traffic_sections(report.traffic))

@@ -1,7 +1,7 @@
 """The traffic section's numbers: every recorded exchange, tagged or not, per endpoint x requested model x served
-model x client (User-Agent family), from the scores file's traffic lines (scorer.traffic_lines).
+model x client (User-Agent family), from the scores file's traffic lines (bench.scorer.traffic_lines).
 
-Timing uses the same definitions and percentiles as the per-model timing (scorer.report.latency), per API as
+Timing uses the same definitions and percentiles as the per-model timing (bench.scorer.report.latency), per API as
 docs/report.md states; tokens come from usage, and output tokens are counted from the stream when a response had no
 usage (such rows are marked). A system fingerprint that changes between consecutive requests of one requested model
 (in the order they started) is listed with the time it changed.
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from scorer.report.latency import Timing, TimingTally
-from scorer.results import ExchangeScore
+from bench.scorer.report.latency import Timing, TimingTally
+from bench.scorer.results import ExchangeScore
 
 NO_VALUE = "–"
 

@@ -1,9 +1,9 @@
-"""The traffic tables of `bench report` (every format), from scorer.report.traffic."""
+"""The traffic tables of `bench report` (every format), from bench.scorer.report.traffic."""
 
 from __future__ import annotations
 
-from scorer.report.sections import Section, pct, triple
-from scorer.report.traffic import Traffic
+from bench.scorer.report.sections import Section, pct, triple
+from bench.scorer.report.traffic import Traffic
 
 
 def _counts(counts: dict[str, int]) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.model import Catalog, Check, Limits, RefCall, Reference, TestSpec
+from bench.catalog.model import Catalog, Check, Limits, RefCall, Reference, TestSpec
 
 WEATHER = {
     "type": "function",

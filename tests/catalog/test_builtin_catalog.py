@@ -1,14 +1,14 @@
-"""The built-in catalog's multi-turn references really fix the fixture: re-applied with bench.tools, the checks'
+"""The built-in catalog's multi-turn references really fix the fixture: re-applied with bench.workspace, the checks'
 commands succeed, and they fail on the untouched fixture (so the checks can fail)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.tools import ToolWorkspace
-from catalog import fixture_dir
-from catalog.model import TestSpec as Spec
-from catalog.model import load_catalog
+from bench.catalog import fixture_dir
+from bench.catalog.model import TestSpec as Spec
+from bench.catalog.model import load_catalog
+from bench.workspace import ToolWorkspace
 
 WORKSPACE_TESTS = [t for t in load_catalog().tests.values() if t.workspace is not None]
 

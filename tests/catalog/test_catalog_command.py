@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.catalog.model import load_catalog
 from bench.cli import main
-from catalog.catalog_command import request_preview
-from catalog.model import load_catalog
+from bench.cli.catalog_command import request_preview
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from bench.cli import main
-from catalog.demo_command import DEMO_MODELS, run
+from bench.cli.demo_command import DEMO_MODELS, run
 
 if TYPE_CHECKING:
-    from scorer.results import Result
+    from bench.scorer.results import Result
 
-HAVE_SCORER = importlib.util.find_spec("scorer.pipeline") is not None
+HAVE_SCORER = importlib.util.find_spec("bench.scorer.pipeline") is not None
 
 
 def test_demo_records_scores_and_says_what_next(
@@ -33,7 +33,7 @@ def test_demo_records_scores_and_says_what_next(
     assert f"cassette: {cassette}" in printed and "next:" in printed
     if not HAVE_SCORER:
         pytest.skip("the scorer is not installed: recording checked, scoring skipped")
-    from scorer.scores_io import read_scores
+    from bench.scorer.scores_io import read_scores
 
     _meta, results = read_scores(cassette.with_suffix(".scores.jsonl"))
     by_model: dict[str, list[Result]] = {m: [] for m in DEMO_MODELS}
@@ -46,7 +46,7 @@ def test_demo_records_scores_and_says_what_next(
 
 
 def test_demo_refuses_zero_epochs(tmp_path: Path) -> None:
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
 
     with pytest.raises(BenchError, match="--epochs must be at least 1"):
         run(argparse.Namespace(out=tmp_path, epochs=0, quiet=True))

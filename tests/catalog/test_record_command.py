@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from bench.cassette import CassetteReader, find_cassettes
-from catalog.model import load_catalog
-from catalog.sim import start_sim
-from proxy import start_proxy
+from bench.catalog.model import load_catalog
+from bench.catalog.sim import start_sim
+from bench.core.cassette import CassetteReader, find_cassettes
+from bench.proxy import start_proxy
 
 ROOT = Path(__file__).resolve().parents[2]
 

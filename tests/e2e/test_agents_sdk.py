@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from bench.cassette import CassetteReader, find_cassettes
+from bench.catalog.sim import start_sim
 from bench.cli import main
-from bench.parse import parse_exchange
-from catalog.sim import start_sim
-from proxy.server import start_proxy
+from bench.core.cassette import CassetteReader, find_cassettes
+from bench.core.parse import parse_exchange
+from bench.proxy.server import start_proxy
 
 RULES = """
 rules:

@@ -14,7 +14,7 @@ from openai import AsyncOpenAI
 from pydantic import BaseModel
 
 from bench.cli import main
-from proxy import start_proxy
+from bench.proxy import start_proxy
 
 pytestmark = pytest.mark.llm
 

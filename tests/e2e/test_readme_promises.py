@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bench.cassette import CassetteReader
-from bench.cassette.cassette_command import traffic_bytes
-from scorer.pipeline import rescore
+from bench.cli.cassette_command import traffic_bytes
+from bench.core.cassette import CassetteReader
+from bench.scorer.pipeline import rescore
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"

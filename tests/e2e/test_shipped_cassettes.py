@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.cassette import CassetteReader, find_cassettes
-from bench.cassette.format import FORMAT_VERSION
-from bench.parse import parse_exchange
-from scorer.pipeline import rescore
+from bench.core.cassette import CassetteReader, find_cassettes
+from bench.core.cassette.format import FORMAT_VERSION
+from bench.core.parse import parse_exchange
+from bench.scorer.pipeline import rescore
 
 SHIPPED = Path(__file__).resolve().parents[2] / "cassettes"
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from bench.cassette import read_cassette
-from bench.parse import parse_exchange
-from proxy import start_proxy
+from bench.core.cassette import read_cassette
+from bench.core.parse import parse_exchange
+from bench.proxy import start_proxy
 from tests.support.fidelity import measure_fidelity
 
 pytestmark = pytest.mark.llm

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.cassette import find_cassettes, read_cassette
-from catalog.model import load_catalog
-from scorer.scores_io import read_scores
+from bench.catalog.model import load_catalog
+from bench.core.cassette import find_cassettes, read_cassette
+from bench.scorer.scores_io import read_scores
 
 pytestmark = pytest.mark.llm
 

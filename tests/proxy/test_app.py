@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from proxy import ClientLimits, RunningProxy, start_proxy
+from bench.proxy import ClientLimits, RunningProxy, start_proxy
 from tests.proxy.conftest import MESSAGES, SECRET
 from tests.proxy.test_arrival import chat_request
 from tests.support.upstream import Upstream
@@ -115,7 +115,7 @@ async def test_a_body_over_the_limit_gets_an_openai_shaped_413(
     assert status == 413 and "300000000 bytes" in openai_error(body, "request_too_large")["message"]
 
     # A chunked body has no length to check first: it is refused once it passes the limit.
-    monkeypatch.setattr("proxy.app.MAX_REQUEST_BODY", 1 << 20)
+    monkeypatch.setattr("bench.proxy.app.MAX_REQUEST_BODY", 1 << 20)
     chunk = b"x" * 65536
     chunked = b"POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nTransfer-Encoding: chunked\r\n\r\n"
     chunked += (b"10000\r\n" + chunk + b"\r\n") * 20 + b"0\r\n\r\n"
@@ -237,7 +237,7 @@ async def test_a_bug_in_the_proxy_is_an_openai_shaped_500_with_its_traceback_log
     def broken(*args: object) -> str:
         raise RuntimeError("planted bug")
 
-    monkeypatch.setattr("proxy.app.fingerprint", broken)
+    monkeypatch.setattr("bench.proxy.app.fingerprint", broken)
     monkeypatch.setattr(proxy._state, "index", object())  # fingerprints every request, as replay does
     head, body = chat_request({}, close=True)
     reader, writer = await connect(proxy)

@@ -6,8 +6,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from bench.cassette import read_cassette
-from proxy import start_proxy
+from bench.core.cassette import read_cassette
+from bench.proxy import start_proxy
 from tests.proxy.conftest import MESSAGES, SECRET
 from tests.support.upstream import Upstream
 

@@ -12,11 +12,11 @@ import orjson
 import pytest
 from openai import AsyncOpenAI
 
-from bench.cassette import read_cassette
-from bench.cassette.cassette_command import har_entry, jsonl_record, render_exchange
-from bench.cassette.records import Exchange
-from bench.parse import parse_exchange
-from proxy import start_proxy
+from bench.cli.cassette_command import har_entry, jsonl_record, render_exchange
+from bench.core.cassette import read_cassette
+from bench.core.cassette.records import Exchange
+from bench.core.parse import parse_exchange
+from bench.proxy import start_proxy
 from tests.proxy.conftest import MESSAGES, TOOLS
 from tests.support.compress import CODINGS, start_compressing_gateway
 from tests.support.upstream import Upstream
@@ -141,11 +141,11 @@ def test_a_catalog_recorded_through_a_compressing_gateway_scores_as_the_plain_ru
     offline: every result (status, pass, score, failure type) equals the same catalog recorded without compression."""
     import asyncio
 
-    from catalog.driver.config import RecordConfig
-    from catalog.driver.record_run import record
-    from catalog.model import load_catalog
-    from catalog.sim import start_sim
-    from scorer.pipeline import rescore
+    from bench.catalog.driver.config import RecordConfig
+    from bench.catalog.driver.record_run import record
+    from bench.catalog.model import load_catalog
+    from bench.catalog.sim import start_sim
+    from bench.scorer.pipeline import rescore
 
     catalog = load_catalog(None)
     tests = [t.id for t in catalog.select(["tools", "json"])]

@@ -12,9 +12,9 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bench.cassette import read_cassette
-from bench.decoding import MAX_DECODED, decoded_record_reads
-from proxy import start_proxy
+from bench.core.cassette import read_cassette
+from bench.core.decoding import MAX_DECODED, decoded_record_reads
+from bench.proxy import start_proxy
 from tests.support.serve import serve_on_loopback
 
 KEY = "sk-bomb-test-0123456789abcdef"

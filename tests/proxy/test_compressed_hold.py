@@ -13,8 +13,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bench.cassette import read_cassette
-from proxy import spill, start_proxy
+from bench.core.cassette import read_cassette
+from bench.proxy import spill, start_proxy
 from tests.support.serve import serve_on_loopback
 
 HOLD = 256 << 10

@@ -13,9 +13,9 @@ import openai
 import pytest
 from aiohttp import web
 
-from bench.cassette import read_cassette
-from bench.serving import listen
-from proxy import start_proxy
+from bench.core.cassette import read_cassette
+from bench.core.serving import listen
+from bench.proxy import start_proxy
 from tests.proxy.conftest import CUT, MESSAGES, SECRET, TOOLS, raw_chat, sdk, sdk_session
 from tests.support.upstream import SYSTEM_FINGERPRINT, Upstream
 

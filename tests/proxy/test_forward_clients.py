@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 from openai import OpenAI
 
-from bench.cassette import CassetteReader
-from proxy import forward, start_proxy
+from bench.core.cassette import CassetteReader
+from bench.proxy import forward, start_proxy
 from tests.proxy.conftest import MESSAGES, SECRET
 from tests.support.upstream import Upstream
 

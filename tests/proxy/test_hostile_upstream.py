@@ -25,9 +25,9 @@ import pytest
 import zstandard
 from openai import AsyncOpenAI
 
-from bench.cassette import read_cassette
 from bench.cli import main
-from bench.decoding import decoded_record_reads
+from bench.core.cassette import read_cassette
+from bench.core.decoding import decoded_record_reads
 from tests.support.hostile import start_hostile
 
 ROOT = Path(__file__).resolve().parents[2]

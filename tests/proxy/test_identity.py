@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from proxy.identity import MAX_JSON_IDENTITY, reads_identity
+from bench.proxy.identity import MAX_JSON_IDENTITY, reads_identity
 
 
 def body(content: bytes) -> bytes:

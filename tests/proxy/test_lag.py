@@ -1,4 +1,4 @@
-"""The proxy's own event-loop stalls, as each exchange sees them (proxy.lag)."""
+"""The proxy's own event-loop stalls, as each exchange sees them (bench.proxy.lag)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from time import monotonic_ns
 
 import aiohttp
 
-from bench.cassette import read_cassette
-from proxy import start_proxy
-from proxy.lag import BUCKET_SHIFT, LoopLag, install, uninstall
+from bench.core.cassette import read_cassette
+from bench.proxy import start_proxy
+from bench.proxy.lag import BUCKET_SHIFT, LoopLag, install, uninstall
 from tests.support.upstream import Upstream
 
 STALL_S = 0.5  # far above a busy machine's scheduling stalls, which the loop also sees

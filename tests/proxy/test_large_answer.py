@@ -9,8 +9,8 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bench.cassette import read_cassette
-from proxy import start_proxy
+from bench.core.cassette import read_cassette
+from bench.proxy import start_proxy
 from tests.support.serve import serve_on_loopback
 
 SIZE = 50 << 20

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI, NotFoundError
 
-from bench.cassette import CassetteReader, find_cassettes
-from bench.cassette.records import MatchSettings
-from bench.errors import BenchError
-from catalog.sim import start_sim
-from proxy.matching import MatchOptions, match_options
-from proxy.server import start_proxy
+from bench.catalog.sim import start_sim
+from bench.core.cassette import CassetteReader, find_cassettes
+from bench.core.cassette.records import MatchSettings
+from bench.core.errors import BenchError
+from bench.proxy.matching import MatchOptions, match_options
+from bench.proxy.server import start_proxy
 
 TOOLS: list[Any] = [
     {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}

@@ -1,4 +1,4 @@
-"""Records built by one task a slice at a time (proxy.persist), with real exchanges and a real cassette writer."""
+"""Records built by one task a slice at a time (bench.proxy.persist), with real exchanges and a real cassette writer."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from time import monotonic_ns
 
 import pytest
 
-from bench.cassette import CassetteReader, CassetteWriter
-from proxy import persist
-from proxy.persist import Persister
-from proxy.recorder import Exchange
-from proxy.state import ProxyStats
+from bench.core.cassette import CassetteReader, CassetteWriter
+from bench.proxy import persist
+from bench.proxy.persist import Persister
+from bench.proxy.recorder import Exchange
+from bench.proxy.state import ProxyStats
 
 
 def finished(i: int) -> Exchange:

@@ -16,10 +16,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bench.cassette import CassetteReader
-from bench.cassette.records import MatchSettings
 from bench.cli import main
-from proxy import start_proxy
+from bench.core.cassette import CassetteReader
+from bench.core.cassette.records import MatchSettings
+from bench.proxy import start_proxy
 from tests.proxy.conftest import MESSAGES
 from tests.support.upstream import Upstream
 

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bench.cassette import CassetteReader
+from bench.core.cassette import CassetteReader
 from tests.proxy.test_proxy_command import post
 from tests.support.s3 import BUCKET
 from tests.support.upstream import Upstream

@@ -16,12 +16,12 @@ import pytest
 import zstandard
 from aiohttp import web
 
-from bench.cassette import read_cassette
-from bench.cassette.records import Exchange
 from bench.cli import build_parser
-from bench.serving import listen
-from proxy import start_proxy
-from proxy.app import ClientLimits
+from bench.core.cassette import read_cassette
+from bench.core.cassette.records import Exchange
+from bench.core.serving import listen
+from bench.proxy import start_proxy
+from bench.proxy.app import ClientLimits
 from tests.proxy.conftest import MESSAGES
 from tests.support.upstream import Upstream
 

@@ -7,8 +7,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.sse import SSEParser
-from proxy.recorder import MAX_WATCHED_EVENTS, TokenWatch, carries_token, stream_finished
+from bench.core.sse import SSEParser
+from bench.proxy.recorder import MAX_WATCHED_EVENTS, TokenWatch, carries_token, stream_finished
 from tests.support.records import live_exchange
 
 

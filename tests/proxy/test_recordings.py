@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.cassette.records import Exchange
-from proxy.matching import MatchOptions
-from proxy.recordings import Recorded, ReplayIndex, describe_miss, sent_done
+from bench.core.cassette.records import Exchange
+from bench.proxy.matching import MatchOptions
+from bench.proxy.recordings import Recorded, ReplayIndex, describe_miss, sent_done
 from tests.scorer.helpers import write_cassette
 from tests.support.records import exchange
 

@@ -12,13 +12,13 @@ import aiohttp
 import openai
 import pytest
 
-import proxy.forward
-from bench.cassette import CassetteReader, find_cassettes, read_cassette, records
-from bench.errors import BenchError
-from proxy import start_proxy
-from proxy.persist import Persister
-from proxy.recorder import Exchange
-from proxy.recordings import Recorded, ReplayIndex, describe_miss, match_key, parse_pace, replayable, streams
+import bench.proxy.forward
+from bench.core.cassette import CassetteReader, find_cassettes, read_cassette, records
+from bench.core.errors import BenchError
+from bench.proxy import start_proxy
+from bench.proxy.persist import Persister
+from bench.proxy.recorder import Exchange
+from bench.proxy.recordings import Recorded, ReplayIndex, describe_miss, match_key, parse_pace, replayable, streams
 from tests.proxy.conftest import CUT, MESSAGES, raw_chat, sdk, sdk_session
 from tests.support.records import exchange
 from tests.support.upstream import Upstream
@@ -143,13 +143,13 @@ async def test_pacing_realtime_takes_the_recorded_time_and_instant_does_not(
     # The schedule each replay asks for, read where it sleeps (the wall clock of a busy machine only adds delay).
     offsets_us = [recorded.timing.headers, *itertools.accumulate(recorded.response.chunk_us)]
     deadlines: list[int] = []
-    sleep_until = proxy.forward._sleep_until
+    sleep_until = bench.proxy.forward._sleep_until
 
     async def noted(deadline_ns: int) -> None:
         deadlines.append(deadline_ns)
         await sleep_until(deadline_ns)
 
-    monkeypatch.setattr(proxy.forward, "_sleep_until", noted)
+    monkeypatch.setattr(bench.proxy.forward, "_sleep_until", noted)
 
     elapsed = {}
     for pace, factor in (("realtime", 1.0), ("instant", 0.0), ("x4", 0.25)):
@@ -234,7 +234,7 @@ async def test_a_stream_is_never_served_to_a_client_that_asked_for_json(upstream
 
 
 def test_a_stream_left_after_done_replays_and_one_left_before_does_not() -> None:
-    from proxy.recordings import replayable
+    from bench.proxy.recordings import replayable
 
     def record(chunks: list[bytes]) -> records.Exchange:
         return exchange(

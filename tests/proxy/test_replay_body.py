@@ -1,4 +1,4 @@
-"""Replaying a large answer written in parts (proxy.replay_body): the index holds it without its parts, the parts
+"""Replaying a large answer written in parts (bench.proxy.replay_body): the index holds it without its parts, the parts
 are read from the cassette as they are served, byte for byte and never ahead of the recorded pace, and a part that
 cannot be read back cuts the answer and says why instead of serving something else."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from bench.cassette import CassetteReader
-from proxy import start_proxy
+from bench.core.cassette import CassetteReader
+from bench.proxy import start_proxy
 from tests.proxy.test_spill import kinds, serve, sse_events
 
 SPILL = 64 << 10

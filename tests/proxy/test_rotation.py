@@ -16,10 +16,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bench.cassette import CassetteReader
-from bench.cassette.records import Exchange
 from bench.cli import main
-from proxy.rotation import parse_duration, parse_size
+from bench.core.cassette import CassetteReader
+from bench.core.cassette.records import Exchange
+from bench.proxy.rotation import parse_duration, parse_size
 from tests.proxy.test_proxy_command import post
 from tests.support.upstream import Upstream
 

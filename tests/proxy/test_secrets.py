@@ -7,8 +7,8 @@ from pathlib import Path
 import aiohttp
 import zstandard
 
-from bench.cassette import Redactor, read_cassette
-from proxy import start_proxy
+from bench.core.cassette import Redactor, read_cassette
+from bench.proxy import start_proxy
 from tests.proxy.conftest import SECRET, raw_chat, sdk
 from tests.support.upstream import Upstream
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bench.cassette import CassetteReader
-from bench.cassette.records import RunMeta
-from bench.errors import BenchError
-from proxy import start_proxy
-from proxy.identity import identity_headers
+from bench.core.cassette import CassetteReader
+from bench.core.cassette.records import RunMeta
+from bench.core.errors import BenchError
+from bench.proxy import start_proxy
+from bench.proxy.identity import identity_headers
 from tests.proxy.conftest import MESSAGES
 from tests.support.upstream import Upstream
 

@@ -1,4 +1,4 @@
-"""Large answers written to the cassette in parts while they stream (proxy.spill): read back whole, byte for byte,
+"""Large answers written to the cassette in parts while they stream (bench.proxy.spill): read back whole, byte for byte,
 by every reader; secrets scrubbed across part boundaries; damage and kill -9 mid-answer reported in one line."""
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.cassette import CassetteReader, columns, frames, read_cassette
-from bench.cassette.framing import Unframer
-from bench.cassette.redact import BodyScrubber, scrub_reads, secret_forms
-from bench.cassette.seek import SeekIndex
 from bench.cli import main
-from proxy import start_proxy
+from bench.core.cassette import CassetteReader, columns, frames, read_cassette
+from bench.core.cassette.framing import Unframer
+from bench.core.cassette.redact import BodyScrubber, scrub_reads, secret_forms
+from bench.core.cassette.seek import SeekIndex
+from bench.proxy import start_proxy
 from tests.support.serve import serve_on_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -347,7 +347,7 @@ async def test_kill_9_mid_answer_loses_only_that_answer(tmp_path: Path, capsys: 
 async def test_a_rotation_mid_answer_keeps_the_answer_whole_in_the_cassette_that_holds_its_parts(
     tmp_path: Path,
 ) -> None:
-    from proxy.rotation import Rotator
+    from bench.proxy.rotation import Rotator
 
     events = sse_events(4000)
     half = len(events) // 2

@@ -1,4 +1,5 @@
-"""Request starts spread over loop iterations (proxy.starts): a burst runs a slice per iteration, in arrival order."""
+"""Request starts spread over loop iterations (bench.proxy.starts): a burst runs a slice per iteration, in arrival
+order."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.cassette import CassetteReader
-from proxy import start_proxy, starts
-from proxy.starts import SLICE_NS, StartSlices
+from bench.core.cassette import CassetteReader
+from bench.proxy import start_proxy, starts
+from bench.proxy.starts import SLICE_NS, StartSlices
 from tests.proxy.test_arrival import chat_request
 from tests.support.upstream import Upstream
 

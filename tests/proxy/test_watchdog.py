@@ -1,4 +1,5 @@
-"""The idle timeout's one shared timer (proxy.watchdog), on a fake clock: the sweep is called as its timer would."""
+"""The idle timeout's one shared timer (bench.proxy.watchdog), on a fake clock: the sweep is called as its timer
+would."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from proxy import watchdog
-from proxy.watchdog import IdleSweep
+from bench.proxy import watchdog
+from bench.proxy.watchdog import IdleSweep
 from tests.support.records import live_exchange
 
 SECOND = 1_000_000_000

@@ -9,14 +9,14 @@ from typing import Any
 import msgspec
 import orjson
 
-from bench.cassette import CassetteWriter
-from bench.cassette.records import Exchange, RunMeta, Settings
-from bench.parse import parse_exchange
-from catalog.model import Catalog, Check, Limits, Reference, TestSpec, Workspace
-from scorer.context import Call, EvalContext, Turn
-from scorer.registry import Score, run_check
-from scorer.scoring import slim
-from scorer.synth import exchange_record, sse_chunks
+from bench.catalog.model import Catalog, Check, Limits, Reference, TestSpec, Workspace
+from bench.core.cassette import CassetteWriter
+from bench.core.cassette.records import Exchange, RunMeta, Settings
+from bench.core.parse import parse_exchange
+from bench.scorer.context import Call, EvalContext, Turn
+from bench.scorer.registry import Score, run_check
+from bench.scorer.scoring import slim
+from bench.scorer.synth import exchange_record, sse_chunks
 
 WEATHER_TOOL = {
     "type": "function",

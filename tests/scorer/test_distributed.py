@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from bench.cassette import read_cassette
-from bench.cassette.writer import CassetteWriter
-from bench.errors import BenchError
-from catalog.model import Catalog, load_catalog
-from scorer import distributed as dist
-from scorer.pipeline import SHARD_MIN_BYTES, Options, UnitOutput, plan_units, rescore
-from scorer.scores_io import write_scores
+from bench.catalog.model import Catalog, load_catalog
+from bench.core.cassette import read_cassette
+from bench.core.cassette.writer import CassetteWriter
+from bench.core.errors import BenchError
+from bench.scorer import distributed as dist
+from bench.scorer.pipeline import SHARD_MIN_BYTES, Options, UnitOutput, plan_units, rescore
+from bench.scorer.scores_io import write_scores
 
 pytest.importorskip("distributed")
 

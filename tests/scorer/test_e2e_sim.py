@@ -8,13 +8,13 @@ from collections import defaultdict
 
 import pytest
 
-from catalog.driver.config import RecordConfig
-from catalog.driver.record_run import record
-from catalog.model import load_catalog
-from catalog.sim import start_sim
-from catalog.sim.behaviours import BEHAVIOURS
-from scorer.pipeline import rescore
-from scorer.results import Result
+from bench.catalog.driver.config import RecordConfig
+from bench.catalog.driver.record_run import record
+from bench.catalog.model import load_catalog
+from bench.catalog.sim import start_sim
+from bench.catalog.sim.behaviours import BEHAVIOURS
+from bench.scorer.pipeline import rescore
+from bench.scorer.results import Result
 
 # Profile → the failure type it is built to produce ("bad edit": the edit applies but breaks the code).
 EXPECTED = {

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from scorer import evaluator_docs
-from scorer.registry import EVALUATORS, EvalContext, Evaluator, Score, evaluator
-from scorer.signature import Strings
+from bench.scorer import evaluator_docs
+from bench.scorer.registry import EVALUATORS, EvalContext, Evaluator, Score, evaluator
+from bench.scorer.signature import Strings
 
 
 def test_docs_tables_match_the_signatures() -> None:
     for name in evaluator_docs.FILES:
         text = (evaluator_docs.DOCS / name).read_text(encoding="utf-8")
         assert "<!-- generated: " in text, f"docs/{name} lost its generated tables"
-        assert evaluator_docs.regenerate(text) == text, f"docs/{name} is stale: run python -m scorer.evaluator_docs"
+        assert evaluator_docs.regenerate(text) == text, (
+            f"docs/{name} is stale: run python -m bench.scorer.evaluator_docs"
+        )
     assert evaluator_docs.undocumented((evaluator_docs.DOCS / "scorer.md").read_text(encoding="utf-8")) == []
     assert evaluator_docs.main(["--check"]) == 0
 

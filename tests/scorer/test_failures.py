@@ -1,4 +1,4 @@
-"""Every failed result gets exactly one failure type; exchanges go through the real parser (bench.parse)."""
+"""Every failed result gets exactly one failure type; exchanges go through the real parser (bench.core.parse)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from bench.parse import parse_exchange
-from catalog.model import Check, Limits
-from scorer.failures import FAILURE_TYPES, MODEL_FAILURES, TRANSPORT
-from scorer.scoring import score_conversation, slim
-from scorer.synth import exchange_record, sse_chunks
+from bench.catalog.model import Check, Limits
+from bench.core.parse import parse_exchange
+from bench.scorer.failures import FAILURE_TYPES, MODEL_FAILURES, TRANSPORT
+from bench.scorer.scoring import score_conversation, slim
+from bench.scorer.synth import exchange_record, sse_chunks
 from tests.scorer.helpers import TIME_TOOL, WEATHER_TOOL, parsed_turn, spec
 
 TOOLS = (WEATHER_TOOL, TIME_TOOL)

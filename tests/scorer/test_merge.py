@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from bench.cassette import CassetteWriter
-from bench.cassette.records import Settings
-from bench.errors import BenchError
-from catalog.model import Catalog, Check
-from scorer import spill
-from scorer.flips import find_flips, in_join_order
-from scorer.merge import rescore_to_file
-from scorer.pipeline import rescore
-from scorer.scores_io import read_scores, write_scores
-from scorer.synth import exchange_record, sse_chunks
+from bench.catalog.model import Catalog, Check
+from bench.core.cassette import CassetteWriter
+from bench.core.cassette.records import Settings
+from bench.core.errors import BenchError
+from bench.scorer import spill
+from bench.scorer.flips import find_flips, in_join_order
+from bench.scorer.merge import rescore_to_file
+from bench.scorer.pipeline import rescore
+from bench.scorer.scores_io import read_scores, write_scores
+from bench.scorer.synth import exchange_record, sse_chunks
 from tests.scorer.helpers import (
     CAPITAL,
     CATALOG,

@@ -11,13 +11,13 @@ import msgspec
 import pytest
 import zstandard
 
-from bench.cassette import CassetteWriter
-from bench.cassette.records import Settings
-from catalog.model import Check
-from scorer.flips import find_flips
-from scorer.pipeline import rescore
-from scorer.results import Result
-from scorer.scores_io import read_scores, write_scores
+from bench.catalog.model import Check
+from bench.core.cassette import CassetteWriter
+from bench.core.cassette.records import Settings
+from bench.scorer.flips import find_flips
+from bench.scorer.pipeline import rescore
+from bench.scorer.results import Result
+from bench.scorer.scores_io import read_scores, write_scores
 from tests.scorer.helpers import (
     CAPITAL,
     CATALOG,
@@ -144,7 +144,7 @@ def test_deterministic_across_runs_and_jobs(cassettes: Path, tmp_path: Path) -> 
 
 
 def test_sharded_large_cassette_matches_unsharded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import scorer.pipeline as pipeline
+    import bench.scorer.pipeline as pipeline
 
     recs = [record("t.capital", "Paris" if i % 3 else "Rome", model=f"m{i % 4}", epoch=i) for i in range(40)]
     write_cassette(tmp_path / "big.cassette", recs, tests=HASHES)

@@ -3,10 +3,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.cassette.records import Exchange, Response
-from catalog.model import Catalog
-from catalog.model import TestSpec as Spec
-from scorer.recognise import Recogniser
+from bench.catalog.model import Catalog
+from bench.catalog.model import TestSpec as Spec
+from bench.core.cassette.records import Exchange, Response
+from bench.scorer.recognise import Recogniser
 
 OPENING = ({"role": "user", "content": "Weather in Rome?"},)
 TOOLS = ({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},)

@@ -6,9 +6,9 @@ from typing import Annotated, Any, Literal
 import msgspec
 import pytest
 
-from bench.errors import BenchError
-from catalog.model import Check
-from scorer.registry import (
+from bench.catalog.model import Check
+from bench.core.errors import BenchError
+from bench.scorer.registry import (
     EVALUATORS,
     ArgError,
     EvalContext,
@@ -20,9 +20,9 @@ from scorer.registry import (
     run_check,
     validate_checks,
 )
-from scorer.results import CheckScore
-from scorer.scoring import score_conversation
-from scorer.signature import (
+from bench.scorer.results import CheckScore
+from bench.scorer.scoring import score_conversation
+from bench.scorer.signature import (
     REQUIRED,
     Count,
     JsonObject,

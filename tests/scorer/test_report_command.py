@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import build_parser, main
-from scorer.report.compare import compare
-from scorer.report.load import load
+from bench.scorer.report.compare import compare
+from bench.scorer.report.load import load
 from tests.scorer.report.factory import meta, result, write_scores
 
 
@@ -22,9 +22,10 @@ def test_commands_are_registered() -> None:
 
 def test_no_aiohttp_in_reports() -> None:
     code = (
-        "import sys, scorer.report_command, scorer.report.aggregate, scorer.report.compare, scorer.report.health, "
-        "scorer.report.render_html, scorer.report.render_table, scorer.report.render_markdown, "
-        "scorer.report.render_json; sys.exit('aiohttp' in sys.modules)"
+        "import sys, bench.cli.report_command, bench.scorer.report.aggregate, bench.scorer.report.compare, "
+        "bench.scorer.report.health, "
+        "bench.scorer.report.render_html, bench.scorer.report.render_table, bench.scorer.report.render_markdown, "
+        "bench.scorer.report.render_json; sys.exit('aiohttp' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from scorer.report import aggregate
-from scorer.report.load import load
+from bench.scorer.report import aggregate
+from bench.scorer.report.load import load
 from tests.scorer.report.factory import meta, result, write_scores
 
 ROOT = Path(__file__).resolve().parents[2]

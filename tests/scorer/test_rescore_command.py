@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scorer.scores_io import read_scores
+from bench.scorer.scores_io import read_scores
 from tests.scorer.helpers import record, write_cassette
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,18 +9,18 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
+from bench.catalog.model import load_catalog
+from bench.catalog.sim import start_sim
 from bench.cli import main
-from bench.errors import BenchError
-from bench.responses_request import responses_from_chat
-from catalog.model import load_catalog
-from catalog.sim import start_sim
-from proxy.server import start_proxy
-from scorer.pipeline import rescore
-from scorer.report import aggregate
-from scorer.report.compare import compare
-from scorer.report.load import load
-from scorer.results import Result
-from scorer.rules import load_rules
+from bench.core.errors import BenchError
+from bench.core.responses_request import responses_from_chat
+from bench.proxy.server import start_proxy
+from bench.scorer.pipeline import rescore
+from bench.scorer.report import aggregate
+from bench.scorer.report.compare import compare
+from bench.scorer.report.load import load
+from bench.scorer.results import Result
+from bench.scorer.rules import load_rules
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rules.yaml"
 WEATHER = {

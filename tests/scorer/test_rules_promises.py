@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.cassette.records import Exchange
-from scorer.pipeline import rescore
-from scorer.rules import load_rules
-from scorer.synth import exchange_record, sse_chunks
+from bench.core.cassette.records import Exchange
+from bench.scorer.pipeline import rescore
+from bench.scorer.rules import load_rules
+from bench.scorer.synth import exchange_record, sse_chunks
 from tests.scorer.helpers import write_cassette
 
 RULES = """

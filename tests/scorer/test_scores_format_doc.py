@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from bench.cassette.records import RunMeta, Settings
-from scorer.results import CassetteInfo, CheckScore, ExchangeScore, Meta, Result
+from bench.core.cassette.records import RunMeta, Settings
+from bench.scorer.results import CassetteInfo, CheckScore, ExchangeScore, Meta, Result
 from tests.support.doc_tables import ROOT, doc_tables, mismatches, struct_fields
 
 DOC = ROOT / "docs" / "scores-format.md"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError
-from scorer.results import ExchangeScore, Meta, Result
-from scorer.scores_io import read_scores, write_scores
+from bench.core.errors import BenchError
+from bench.scorer.results import ExchangeScore, Meta, Result
+from bench.scorer.scores_io import read_scores, write_scores
 
 META = Meta(catalog_hash="sha256:c", evaluators={"contains_all": 1})
 

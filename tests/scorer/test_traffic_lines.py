@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
+from bench.catalog.sim import start_sim
 from bench.cli import main
-from catalog.sim import start_sim
-from proxy.server import start_proxy
-from scorer.report import aggregate
-from scorer.report.load import load
-from scorer.report.traffic import traffic
-from scorer.scores_io import read_scores
+from bench.proxy.server import start_proxy
+from bench.scorer.report import aggregate
+from bench.scorer.report.load import load
+from bench.scorer.report.traffic import traffic
+from bench.scorer.scores_io import read_scores
 
 TOOL = {
     "type": "function",
@@ -136,8 +136,8 @@ def _entry(i: int, fp: str, **kw: Any) -> dict[str, Any]:
 
 
 def test_input_tokens_are_counted_from_the_request_when_there_is_no_usage() -> None:
-    from bench.parse import parse_exchange
-    from scorer.traffic_lines import traffic_entry
+    from bench.core.parse import parse_exchange
+    from bench.scorer.traffic_lines import traffic_entry
     from tests.support.records import exchange
 
     body = b'{"model": "m", "messages": [{"role": "user", "content": "Hello, world again"}]}'

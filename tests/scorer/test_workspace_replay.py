@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from catalog.model import Catalog, load_catalog
-from catalog.model import TestSpec as Spec
-from scorer.context import EvalContext, Turn
-from scorer.reference import reference_turns
-from scorer.scoring import score_conversation
-from scorer.workspace_replay import replay_workspace
+from bench.catalog.model import Catalog, load_catalog
+from bench.catalog.model import TestSpec as Spec
+from bench.scorer.context import EvalContext, Turn
+from bench.scorer.reference import reference_turns
+from bench.scorer.scoring import score_conversation
+from bench.scorer.workspace_replay import replay_workspace
 from tests.scorer.helpers import call, score, turn
 
 OLD = "return sum(values) / (len(values) - 1)"

@@ -31,10 +31,10 @@ import httpcore2
 import httpx2
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-from bench.cassette import find_cassettes, read_cassette
-from bench.cassette.records import Exchange
-from bench.parse import parse_exchange
-from bench.sse import SSEParser
+from bench.core.cassette import find_cassettes, read_cassette
+from bench.core.cassette.records import Exchange
+from bench.core.parse import parse_exchange
+from bench.core.sse import SSEParser
 from tests.support.llm_server import MODEL_ALIAS, free_port
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from bench.cassette.records import Exchange
-from proxy import recorder
+from bench.core.cassette.records import Exchange
+from bench.proxy import recorder
 
 
 def exchange(fields: Mapping[str, Any] | None = None, /, **more: Any) -> Exchange:

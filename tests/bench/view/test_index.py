@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.scorer.scores_io import read_scores
 from bench.view.detail import detail
 from bench.view.index import Index, open_index
-from scorer.scores_io import read_scores
 
 
 def test_a_scores_file_leaves_rows_and_reads_results_again(smollm2_dir: Path, smollm2_index: Index) -> None:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from bench.cassette import CassetteWriter
 from bench.cli import main
+from bench.core.cassette import CassetteWriter
+from bench.scorer.synth import exchange_record, sse_chunks
 from bench.view.index import UNTAGGED, open_index
 from bench.view.web_app import make_app
-from scorer.synth import exchange_record, sse_chunks
 
 
 async def test_untagged_exchanges_are_listed_and_open(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from bench import storage
 from bench.cli import main
+from bench.core import storage
 from bench.view.detail import detail, raw_stream
 from bench.view.index import Index, open_index
 from tests.support.s3 import BUCKET

@@ -13,7 +13,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 import bench.view
-from bench.cassette import CassetteReader
+from bench.core.cassette import CassetteReader
 from bench.view.index import Index
 from bench.view.web_app import make_app
 from tests.bench.view.conftest import SHIPPED

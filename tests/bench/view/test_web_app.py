@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from bench.errors import BenchError
+from bench.cli.view_command import token_for
+from bench.core.errors import BenchError
 from bench.view.index import Index
-from bench.view.view_command import token_for
 from bench.view.web_app import make_app
 
 

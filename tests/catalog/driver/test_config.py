@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError
-from catalog.driver.config import build_config, load_config_file
+from bench.catalog.driver.config import build_config, load_config_file
+from bench.core.errors import BenchError
 
 
 @pytest.mark.parametrize(

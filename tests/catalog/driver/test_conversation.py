@@ -15,13 +15,11 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bench.parse import ParsedExchange, ToolCall
-from bench.serving import listen
-from catalog import fixture_dir
-from catalog.driver import conversation
-from catalog.driver.client import AttemptResult
-from catalog.driver.config import RecordConfig
-from catalog.driver.conversation import (
+from bench.catalog import fixture_dir
+from bench.catalog.driver import conversation
+from bench.catalog.driver.client import AttemptResult
+from bench.catalog.driver.config import RecordConfig
+from bench.catalog.driver.conversation import (
     NO_RUNNER,
     Job,
     Sender,
@@ -32,8 +30,10 @@ from catalog.driver.conversation import (
     send_with_retries,
     should_continue,
 )
-from catalog.model import Limits, Workspace
-from catalog.model import TestSpec as Spec
+from bench.catalog.model import Limits, Workspace
+from bench.catalog.model import TestSpec as Spec
+from bench.core.parse import ParsedExchange, ToolCall
+from bench.core.serving import listen
 
 TOOLS = ({"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}},)
 

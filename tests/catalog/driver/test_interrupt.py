@@ -10,10 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from bench.cassette import CassetteReader, find_cassettes
-from catalog.model import load_catalog
-from catalog.sim import start_sim
-from scorer.pipeline import rescore
+from bench.catalog.model import load_catalog
+from bench.catalog.sim import start_sim
+from bench.core.cassette import CassetteReader, find_cassettes
+from bench.scorer.pipeline import rescore
 
 ROOT = Path(__file__).resolve().parents[3]
 MODELS = ["oracle", "flawed-no-call"]

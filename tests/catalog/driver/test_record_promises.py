@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from bench import __version__
-from bench.cassette import CassetteReader, find_cassettes
-from catalog.driver import progress
-from catalog.driver.progress import PlainLines
-from catalog.driver.record_run import record
-from catalog.model import Catalog, load_catalog
-from catalog.sim import start_sim
+from bench.catalog.driver import progress
+from bench.catalog.driver.progress import PlainLines
+from bench.catalog.driver.record_run import record
+from bench.catalog.model import Catalog, load_catalog
+from bench.catalog.sim import start_sim
+from bench.core.cassette import CassetteReader, find_cassettes
 from tests.catalog.driver.test_record_run import cfg_for
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from bench.cassette import CassetteReader
-from bench.errors import BenchError
-from catalog.driver.config import RecordConfig
-from catalog.driver.doctor import diagnose
-from catalog.driver.record_run import record
-from catalog.model import Catalog, load_catalog
-from catalog.sim import start_sim
+from bench.catalog.driver.config import RecordConfig
+from bench.catalog.driver.doctor import diagnose
+from bench.catalog.driver.record_run import record
+from bench.catalog.model import Catalog, load_catalog
+from bench.catalog.sim import start_sim
+from bench.core.cassette import CassetteReader
+from bench.core.errors import BenchError
 
 SECRET = "sk-bench-test-secret-0123456789"
 

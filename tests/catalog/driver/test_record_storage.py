@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bench.cassette import CassetteReader
-from catalog.model import load_catalog
-from catalog.sim import start_sim
+from bench.catalog.model import load_catalog
+from bench.catalog.sim import start_sim
+from bench.core.cassette import CassetteReader
 from tests.support.s3 import BUCKET
 
 pytest.importorskip("s3fs")

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from catalog.driver import client
-from catalog.driver.client import CONNECTION, EMPTY, HTTP_ERROR, OK, TIMEOUT, TRUNCATED, AttemptResult
-from catalog.driver.retry import backoff_delay, retryable
+from bench.catalog.driver import client
+from bench.catalog.driver.client import CONNECTION, EMPTY, HTTP_ERROR, OK, TIMEOUT, TRUNCATED, AttemptResult
+from bench.catalog.driver.retry import backoff_delay, retryable
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from bench.tools import ToolWorkspace
-from catalog import fixture_dir
-from catalog.model import load_catalog
+from bench.catalog import fixture_dir
+from bench.catalog.model import load_catalog
+from bench.workspace import ToolWorkspace
 from tests.catalog.model.test_loader import write_suite
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "catalog.md"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError
-from catalog import SUITES_DIR, fixture_dir
-from catalog.model import Catalog, load_catalog
+from bench.catalog import SUITES_DIR, fixture_dir
+from bench.catalog.model import Catalog, load_catalog
+from bench.core.errors import BenchError
 
 GOOD = """
 suite: demo
@@ -209,7 +209,7 @@ def test_workspace_tests_hash_their_fixture_contents(tmp_path: Path) -> None:
     assert [t["function"]["name"] for t in before.tools] == ["read_file", "edit_file", "run_command"]
     assert before.limits.max_turns > 1 and before.multi_turn
     (fixture / "m.py").write_text("X = 2\n")
-    from catalog.model.loader import fixture_hash
+    from bench.catalog.model.loader import fixture_hash
 
     fixture_hash.cache_clear()
     after = load_catalog(suites).tests["ws.fix"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from bench.parse import _TEXT_TOOL_CALL
-from catalog.model import Catalog, Limits, RefCall, Reference, Workspace
-from catalog.sim.behaviours import BEHAVIOURS, behaviour
-from catalog.sim.reply import Reply, SimRequest
+from bench.catalog.model import Catalog, Limits, RefCall, Reference, Workspace
+from bench.catalog.sim.behaviours import BEHAVIOURS, behaviour
+from bench.catalog.sim.reply import Reply, SimRequest
+from bench.core.parse import _TEXT_TOOL_CALL
 from tests.catalog.conftest import make_test
 
 

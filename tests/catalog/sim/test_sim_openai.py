@@ -7,8 +7,8 @@ import json
 import pytest
 from openai import AsyncOpenAI, NotFoundError, RateLimitError
 
-from catalog.model import Catalog
-from catalog.sim import start_sim
+from bench.catalog.model import Catalog
+from bench.catalog.sim import start_sim
 from tests.catalog.conftest import TIME, WEATHER
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-from catalog.model import Catalog
-from catalog.sim import start_sim
+from bench.catalog.model import Catalog
+from bench.catalog.sim import start_sim
 from tests.catalog.conftest import TIME, WEATHER
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "sim.md"

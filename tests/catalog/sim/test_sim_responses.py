@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI, RateLimitError
 
-from bench.cassette import CassetteReader, find_cassettes
-from bench.cassette.records import Exchange
-from bench.parse import parse_exchange
-from bench.responses_request import responses_from_chat
-from catalog.model import Catalog
-from catalog.sim import start_sim
-from proxy.server import start_proxy
+from bench.catalog.model import Catalog
+from bench.catalog.sim import start_sim
+from bench.core.cassette import CassetteReader, find_cassettes
+from bench.core.cassette.records import Exchange
+from bench.core.parse import parse_exchange
+from bench.core.responses_request import responses_from_chat
+from bench.proxy.server import start_proxy
 from tests.catalog.conftest import TIME, WEATHER
 
 

@@ -10,11 +10,11 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.parse import parse_stream
-from catalog.model import Catalog
-from catalog.sim import start_sim
-from catalog.sim.catalog_index import CatalogIndex
-from catalog.sim.stream import split_tokens
+from bench.catalog.model import Catalog
+from bench.catalog.sim import start_sim
+from bench.catalog.sim.catalog_index import CatalogIndex
+from bench.catalog.sim.stream import split_tokens
+from bench.core.parse import parse_stream
 
 
 @given(st.text())

@@ -9,7 +9,7 @@ import httpx2  # noqa: F401
 import openai  # noqa: F401
 import pytest
 
-from bench.cassette import read_cassette
+from bench.core.cassette import read_cassette
 from tests.proxy.pytest_plugin.conftest import USER_TESTS, cassettes, leftovers, read_notes
 from tests.support.upstream import Upstream
 

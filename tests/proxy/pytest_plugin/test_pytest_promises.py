@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.cassette import read_cassette
-from proxy.pytest_plugin.settings import DUMMY_KEY
+from bench.core.cassette import read_cassette
+from bench.proxy.pytest_plugin.settings import DUMMY_KEY
 from tests.proxy.pytest_plugin.conftest import cassettes, leftovers, read_notes
 from tests.proxy.pytest_plugin.test_plugin import DEAD, run
 from tests.support.upstream import Upstream

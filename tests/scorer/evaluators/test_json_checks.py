@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.errors import BenchError
-from scorer.evaluators.json_checks import extract_json
+from bench.core.errors import BenchError
+from bench.scorer.evaluators.json_checks import extract_json
 from tests.scorer.helpers import ctx, score
 
 json_values = st.recursive(

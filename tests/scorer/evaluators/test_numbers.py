@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.errors import BenchError
-from scorer.evaluators.numbers import extract_number
+from bench.core.errors import BenchError
+from bench.scorer.evaluators.numbers import extract_number
 from tests.scorer.helpers import ctx, score
 
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.errors import BenchError
-from scorer.evaluators.text import _NEGATIONS, _WORDS_TAIL, is_negated, last_clause, short, strip_token
+from bench.core.errors import BenchError
+from bench.scorer.evaluators.text import _NEGATIONS, _WORDS_TAIL, is_negated, last_clause, short, strip_token
 from tests.scorer.helpers import ctx, score
 
 

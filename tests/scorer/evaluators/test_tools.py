@@ -4,9 +4,9 @@ import datetime
 
 import pytest
 
-from bench.errors import BenchError
-from scorer.evaluators.values import match_value, normalize_path
-from scorer.registry import ArgError
+from bench.core.errors import BenchError
+from bench.scorer.evaluators.values import match_value, normalize_path
+from bench.scorer.registry import ArgError
 from tests.scorer.helpers import call, ctx, score
 
 PARIS = call("get_weather", {"city": "Paris", "unit": "c", "days": 3, "flag": True})

@@ -13,7 +13,7 @@ import msgspec
 import numpy as np
 import orjson
 
-from scorer.results import Meta, Result
+from bench.scorer.results import Meta, Result
 
 CATALOG_HASH = "sha256:" + "c" * 64
 

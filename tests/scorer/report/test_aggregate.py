@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from scorer.report import aggregate
-from scorer.report.load import load
-from scorer.report.stats import wilson
+from bench.scorer.report import aggregate
+from bench.scorer.report.load import load
+from bench.scorer.report.stats import wilson
 from tests.scorer.report.factory import meta, result, write_scores
 
 

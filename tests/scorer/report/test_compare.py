@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from scorer.report.compare import compare
-from scorer.report.load import load
+from bench.scorer.report.compare import compare
+from bench.scorer.report.load import load
 from tests.scorer.report.factory import meta, result, write_scores
 
 TESTS = [f"tools.t{i:02d}" for i in range(40)]

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from bench.cli import main
-from bench.errors import BenchError
-from scorer.report.cost import Price, Prices, cost, cost_delta, load_prices
-from scorer.scores_io import write_scores
+from bench.core.errors import BenchError
+from bench.scorer.report.cost import Price, Prices, cost, cost_delta, load_prices
+from bench.scorer.scores_io import write_scores
 from tests.scorer.report.factory import typed_meta
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "prices.yaml"

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from bench.cassette import CassetteWriter
-from bench.cassette.records import RunMeta
 from bench.cli import main
-from scorer.report.formats import FORMATS, Document, Target, names, output_format
+from bench.core.cassette import CassetteWriter
+from bench.core.cassette.records import RunMeta
+from bench.scorer.report.formats import FORMATS, Document, Target, names, output_format
 from tests.scorer.report.factory import meta, synthetic, write_scores
 from tests.support.records import exchange
 
@@ -75,7 +75,7 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_folder_of_cassettes_is_rescored_in_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("scorer.pipeline", reason="the scorer pipeline is not in this tree yet")
+    pytest.importorskip("bench.scorer.pipeline", reason="the scorer pipeline is not in this tree yet")
     folder = tmp_path / "rec"
     body = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
     with CassetteWriter(folder / "a.cassette", run=RunMeta(id="r-9")) as w:
@@ -142,7 +142,7 @@ def test_compare_and_health_json_with_nan_is_valid_json(
 ) -> None:
     # Fault injection: the real comparison / health result with a NaN and an infinity planted in it, as an odd
     # division would leave them; the JSON must carry null there, like `bench report`'s.
-    from scorer.report import compare, health
+    from bench.scorer.report import compare, health
 
     a = write_scores(tmp_path / "a.jsonl", meta(), synthetic(60, models=2, epochs=2))
     b = write_scores(tmp_path / "b.jsonl", meta(), synthetic(60, seed=2, models=2, epochs=2))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from scorer.report.health import health
-from scorer.report.load import load
+from bench.scorer.report.health import health
+from bench.scorer.report.load import load
 from tests.scorer.report.factory import meta, result, write_scores
 
 

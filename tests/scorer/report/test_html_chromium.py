@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from scorer.report import aggregate, render_html
-from scorer.report.load import load
+from bench.scorer.report import aggregate, render_html
+from bench.scorer.report.load import load
 from tests.scorer.report.factory import meta, synthetic, write_scores
 from tests.scorer.test_traffic_lines import _entry
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from scorer.report import aggregate
-from scorer.report.latency import timing
-from scorer.report.load import load
-from scorer.report.sections import timing_section
-from scorer.results import Result
+from bench.scorer.report import aggregate
+from bench.scorer.report.latency import timing
+from bench.scorer.report.load import load
+from bench.scorer.report.sections import timing_section
+from bench.scorer.results import Result
 from tests.scorer.report.factory import exchange, meta, result, typed, write_scores
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from scorer.report.stats import mcnemar_exact, paired_bootstrap, pass_at_k, pass_hat_k, percentiles, wilson
+from bench.scorer.report.stats import mcnemar_exact, paired_bootstrap, pass_at_k, pass_hat_k, percentiles, wilson
 
 
 def test_wilson_five_of_ten() -> None:

@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from bench.cli import main
-from scorer.report import aggregate, formats, load
-from scorer.report.cost import load_prices
+from bench.scorer.report import aggregate, formats, load
+from bench.scorer.report.cost import load_prices
 from tests.scorer.report.factory import meta, synthetic, write_scores
 
 SHIPPED = Path(__file__).resolve().parents[3] / "cassettes" / "smollm2-135m-catalog.cassette"

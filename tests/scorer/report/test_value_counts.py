@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scorer.report import value_counts
-from scorer.report.latency import HEADLINE, distribution
-from scorer.report.value_counts import ValueCounts, counted, exact_sum_over, median, percentiles
+from bench.scorer.report import value_counts
+from bench.scorer.report.latency import HEADLINE, distribution
+from bench.scorer.report.value_counts import ValueCounts, counted, exact_sum_over, median, percentiles
 
 QS = [0.0, 1.0, 5.0, 12.5, 25.0, 33.3, 50.0, 66.7, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0]
 # Whole microseconds (gaps, TTFT) with many repeats, and arbitrary floats (TPOT, tokens per second).

@@ -1,0 +1,125 @@
+"""`bench record`: send the catalog through the recording proxy into a cassette (docs/record.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.core.errors import BenchError
+from bench.core.storage import fetch_all, is_url, upload, upload_leftovers
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "record",
+        help="record the test catalog for models through the proxy into a cassette",
+        description="Send catalog tests for each model and epoch through the recording proxy (docs/record.md).",
+    )
+    p.add_argument("--config", type=Path, help="bench.yaml with any of the keys in docs/record.md (flags win)")
+    p.add_argument("--upstream", help="OpenAI-compatible gateway base URL, e.g. http://127.0.0.1:8000")
+    p.add_argument("--model", dest="models", action="append", help="model to record (repeatable)")
+    p.add_argument("--suite", dest="suites", action="append", help="only this suite (repeatable)")
+    p.add_argument("--tests", help="only these test ids, comma-separated")
+    p.add_argument("--epochs", type=int, help="repeats of each test per model (default 1)")
+    p.add_argument("--concurrency", type=int, help="requests in flight at once (default 8)")
+    p.add_argument(
+        "--out",
+        help="folder for cassettes (default ./cassettes), or an object-storage prefix (s3://bucket/runs): written in "
+        "--spool first, uploaded and verified when closed (docs/scale.md)",
+    )
+    p.add_argument(
+        "--spool",
+        type=Path,
+        default=Path("cassettes"),
+        metavar="DIR",
+        help="local folder the cassette is written to before its upload, with --out URL (default: ./cassettes)",
+    )
+    p.add_argument("--proxy", help="send through this running bench proxy instead of starting one")
+    p.add_argument("--catalog", type=Path, help="catalog folder (default: the built-in catalog)")
+    p.add_argument("--resume", metavar="RUN", help="record only what run RUN (in --out) is missing")
+    p.add_argument(
+        "--api",
+        choices=("chat", "responses"),
+        help="send the catalog to /v1/chat/completions (default) or to the Responses API, /v1/responses",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(handler=run_record)
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise BenchError(f"--{name} must be at least 1 (got {value})")
+
+
+def run_record(args: argparse.Namespace) -> int:
+    from bench.catalog.driver.config import RecordConfig, build_config, check_ready, load_config_file
+    from bench.catalog.driver.progress import make_reporter
+    from bench.catalog.driver.record_run import record
+    from bench.catalog.driver.resume import read_run
+    from bench.catalog.model import load_catalog
+
+    _positive("epochs", args.epochs)
+    _positive("concurrency", args.concurrency)
+    remote: str | None = None
+    if args.out is not None and is_url(args.out):
+        # Recorded locally first (every crash-safety guarantee of a local cassette), uploaded once closed.
+        remote, args.out = args.out, str(args.spool)
+        # A cassette a killed `bench record` closed but did not upload goes first (verified), before any fetch.
+        for line in upload_leftovers(Path(args.spool), remote):
+            print(line, flush=True)
+        if args.resume:
+            fetch_all(remote, args.spool)  # the run's earlier cassettes, to see what it is missing
+    flags: dict[str, Any] = {
+        "upstream": args.upstream,
+        "models": args.models,
+        "suites": args.suites,
+        "tests": [t.strip() for t in args.tests.split(",") if t.strip()] if args.tests else None,
+        "epochs": args.epochs,
+        "concurrency": args.concurrency,
+        "out": args.out,
+        "proxy": args.proxy,
+        "api": args.api,
+    }
+    values: dict[str, Any] = {}
+    if args.resume:
+        out = Path(args.out or RecordConfig().out)
+        meta, _files, _jobs = read_run(out, args.resume)
+        values.update({k: v for k, v in (meta.config or {}).items() if k != "api_key_set"})
+    if args.config is not None:
+        values.update(load_config_file(args.config))
+    cfg = build_config(values, flags)
+    check_ready(cfg)
+    catalog = load_catalog(args.catalog)
+    reporter = make_reporter(args.quiet, cfg.progress_every)
+    summary = asyncio.run(record(cfg, catalog, resume=args.resume, reporter=reporter, handle_signals=True))
+
+    out_arg = f" --out {cfg.out}" if cfg.out != RecordConfig().out else ""
+    if summary.skipped_complete:
+        print(f"run {summary.run_id}: {summary.skipped_complete} job(s) already recorded, skipped")
+    if summary.jobs == 0:
+        print(f"run {summary.run_id}: nothing left to record")
+        return 0
+    print(
+        f"run {summary.run_id}: {summary.done}/{summary.jobs} jobs, {summary.requests} requests "
+        f"({summary.retries} retries, {summary.errors} failed jobs) in {summary.elapsed:.1f} s"
+    )
+    for line in summary.failures[:5]:
+        print(f"  failed: {line}")
+    if summary.cassette is not None:
+        print(f"cassette: {summary.cassette}")
+        if remote is not None and Path(summary.cassette).exists():
+            # The local copy is removed only once the object is verified; a failed upload keeps it (one line).
+            url = upload(Path(summary.cassette), remote)
+            print(f"uploaded {url} (size and sha256 verified), removed the local copy")
+            out_arg = f" --out {remote}"
+    if summary.interrupted:
+        print(f"interrupted: resume with `bench record --resume {summary.run_id}{out_arg}`", file=sys.stderr)
+        return 130
+    if remote is not None:
+        print(f"next: bench rescore {remote} --out scores.jsonl && bench report scores.jsonl")
+        return 0
+    print(f"next: bench rescore {cfg.out} && bench report {cfg.out}")
+    return 0

@@ -1,0 +1,193 @@
+"""`bench report`, `bench compare` and `bench health`: read scores (or rescore cassettes in memory) and explain them.
+
+Everything heavy (numpy, scipy, rich, the scorer pipeline) is imported inside the handlers so `bench --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.core.errors import BenchError
+from bench.core.storage import location
+from bench.scorer.report import formats
+
+if TYPE_CHECKING:
+    from bench.scorer.report.cost import CostTally
+    from bench.scorer.report.load import Stream
+
+
+def register(subparsers: Any) -> None:
+    report = subparsers.add_parser(
+        "report",
+        help="pass rates, epochs, failures, timing and settings of a run",
+        description="Report on a scores file, or on a folder of cassettes (its scores.jsonl, else rescored in memory).",
+    )
+    report.add_argument(
+        "path", type=location, metavar="PATH", help="scores file, or folder of cassettes (or their s3://... URL)"
+    )
+    report.add_argument(
+        "--format", choices=formats.names(report=True), help="output format (default: from --out's suffix, else table)"
+    )
+    report.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    _prices(report)
+    _jobs(report)
+    report.set_defaults(handler=run_report)
+
+    compare = subparsers.add_parser(
+        "compare",
+        help="paired comparison of two runs: regressions, improvements, significance",
+        description="Pair results by test, model and epoch; test each model and category with exact McNemar.",
+    )
+    compare.add_argument("a", type=location, metavar="A", help="the baseline: scores file or folder of cassettes")
+    compare.add_argument("b", type=location, metavar="B", help="the candidate: scores file or folder of cassettes")
+    compare.add_argument("--format", choices=formats.names(report=False), default="table")
+    compare.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    compare.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when B has a statistically significant regression"
+    )
+    _prices(compare)
+    _jobs(compare)
+    compare.set_defaults(handler=run_compare)
+
+    health = subparsers.add_parser(
+        "health",
+        help="which tests separate models, which are saturated, which are unstable",
+        description="Catalog health over one or more runs (scores files or folders of cassettes).",
+    )
+    health.add_argument("runs", type=location, nargs="+", metavar="RUN", help="scores file or folder of cassettes")
+    health.add_argument("--format", choices=formats.names(report=False), default="table")
+    health.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    _jobs(health)
+    health.set_defaults(handler=run_health)
+
+
+def _prices(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prices", type=Path, metavar="FILE", help="price table (YAML, per million tokens) for cost; docs/report.md"
+    )
+
+
+def _jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--jobs", "-j", type=int, default=1, metavar="N", help="processes when rescoring cassettes in memory"
+    )
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from bench.scorer.report import aggregate, load
+
+    fmt = args.format or ((formats.from_suffix(args.out) or "table") if args.out else "table")
+    prices = _load_prices(getattr(args, "prices", None))
+    # One pass over the scores file as it is read: memory bounded by the report's groups, not the run's exchanges.
+    with load.stream(args.path, jobs=_check_jobs(args.jobs)) as scores:
+        report = aggregate.build(scores, prices)
+    _render(fmt, args.out, formats.report_document(report))
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from bench.scorer.report import compare, compare_sections, load
+
+    jobs = _check_jobs(args.jobs)
+    prices = _load_prices(getattr(args, "prices", None))
+    # Each run read in one pass, keeping a small record per result (no checks, no timing); cost, when asked, is
+    # counted from the traffic lines in the same pass.
+    sides, costs = [], []
+    for path in (args.a, args.b):
+        with load.stream(path, jobs=jobs) as scores:
+            if prices is None:
+                sides.append(compare.side(scores))
+            else:
+                from bench.scorer.report.cost import CostTally
+
+                tally = CostTally(prices)
+                sides.append(compare.side(_costed(scores, tally)))
+                costs.append(tally.finish())
+    result = compare.compare(*sides)
+    body = {**dataclasses.asdict(result), "significant_regression": result.significant_regression}
+    sections = compare_sections.sections(result)
+    if prices is not None:
+        from bench.scorer.report.cost import cost_delta
+        from bench.scorer.report.cost_sections import cost_delta_section
+
+        delta = cost_delta(*costs)
+        body["cost"] = {"currency": prices.currency, "models": [dataclasses.asdict(d) for d in delta]}
+        sections.append(cost_delta_section(delta, prices.currency))
+    _render(args.format, args.out, formats.Document(sections=sections, body=body, warnings=result.warnings))
+    if args.fail_on_regression:
+        verdict = "significant regression: exit 1" if result.significant_regression else "no significant regression"
+        print(f"bench compare: {verdict} ({compare.RULE})", file=sys.stderr)
+        return 1 if result.significant_regression else 0
+    return 0
+
+
+def run_health(args: argparse.Namespace) -> int:
+    from bench.scorer.report import health, health_sections, load
+
+    jobs = _check_jobs(args.jobs)
+    tally, sources = health.HealthTally(), []
+    for i, path in enumerate(args.runs):  # one run at a time, a result at a time
+        with load.stream(path, jobs=jobs) as scores:
+            tally.run(i, scores)
+            sources.append(scores.source)
+    result = tally.finish(sources)
+    body = {
+        **dataclasses.asdict(result),
+        "saturated": [t.test for t in result.saturated],
+        "unstable": [t.test for t in result.unstable],
+    }
+    _render(args.format, args.out, formats.Document(sections=health_sections.sections(result), body=body))
+    return 0
+
+
+def _costed(scores: Stream, tally: CostTally) -> Stream:
+    """The stream with its traffic lines counted into `tally` as they go by."""
+    from bench.scorer.results import Result
+
+    def lines() -> Iterator[Result | dict[str, Any]]:
+        for line in scores.lines:
+            if not isinstance(line, Result):
+                tally.add(line)
+            yield line
+
+    return dataclasses.replace(scores, lines=lines())
+
+
+def _load_prices(path: Path | None) -> Any:
+    if path is None:
+        return None
+    from bench.scorer.report.cost import load_prices
+
+    return load_prices(path)
+
+
+def _check_jobs(jobs: int) -> int:
+    if jobs < 1:
+        raise BenchError(f"--jobs {jobs}: give a number of processes of 1 or more")
+    return jobs
+
+
+def _render(fmt: str, out: Path | None, doc: formats.Document) -> None:
+    if out is None and sys.stdout.isatty():
+        # A terminal gets colours and its own width; a pipe or a file plain text wide enough for the timing and
+        # comparison tables (80 columns would fold them).
+        target = formats.Target(terminal=True, width=shutil.get_terminal_size().columns)
+    else:
+        target = formats.Target()
+    _emit(out, formats.FORMATS[fmt].render(doc, target))
+
+
+def _emit(out: Path | None, text: str) -> None:
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BenchError(f"{out}: cannot write ({exc.strerror}); choose another --out") from exc

@@ -1,0 +1,94 @@
+"""`bench view PATH...`: serve a local web app over cassettes and scores (docs/view.md)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+from typing import Any
+
+from bench.core.errors import BenchError
+from bench.core.storage import location
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "view",
+        help="browse runs, results, conversations and stream timelines in a local web app",
+        description="Serve a local web app over scores files and cassettes: runs, results (filtered, sorted, paged), "
+        "one result's conversation, checks and stream timeline, and two runs compared.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="+",
+        type=location,
+        metavar="PATH",
+        help="scores file, cassette, folder of them, or cassettes at an object-storage URL (s3://bucket/prefix)",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port (default: a free one, printed)")
+    p.add_argument(
+        "--token-env", metavar="NAME", help="require the token in environment variable NAME (needed off loopback)"
+    )
+    p.add_argument("--no-open", action="store_true", help="do not open a browser")
+    p.set_defaults(handler=run)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def token_for(host: str, token_env: str | None) -> str | None:
+    """The token the server requires; a host other than loopback without one is refused."""
+    if token_env is not None:
+        value = os.environ.get(token_env)
+        if not value:
+            raise BenchError(f"--token-env {token_env}: environment variable {token_env} is not set or empty")
+        return value
+    if not is_loopback(host):
+        raise BenchError(
+            f"--host {host} is reachable from other machines: give --token-env NAME with a secret in $NAME"
+        )
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    token = token_for(args.host, args.token_env)
+    from aiohttp import web
+
+    from bench.view.index import open_index
+    from bench.view.web_app import make_app
+
+    index = open_index(args.paths)
+    index.warm_in_background()
+    app = make_app(index, token)
+    print(f"{len(index.rows)} result(s) in {len(index.runs)} run(s)", flush=True)
+
+    import asyncio
+
+    async def serve() -> None:
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, args.host, args.port)
+        await site.start()
+        port = runner.addresses[0][1]
+        shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+        url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+        # The URL carries the token only when the user chose one; it is theirs to see.
+        print(f"bench view: {url}  (Ctrl-C stops)", flush=True)
+        if not args.no_open:
+            import webbrowser
+
+            webbrowser.open(url)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(serve())
+    return 0

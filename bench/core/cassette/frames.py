@@ -1,0 +1,179 @@
+"""Walking the zstd frames of a cassette file: decompressed data frame by frame, and where damage was skipped.
+
+`decompressobj()` is used, not `stream_reader()`: on a frame that is not finished (a live or killed recording),
+`stream_reader.read(n)` can return short of the last flushed block when the decompressed size ends just past a
+multiple of `n`, and that last block holds the last exchange. A `decompressobj()` returns every flushed block.
+
+After damage that zstd detects (or bytes that are not zstd at all), the walk resumes at the next zstd frame magic
+number: in a v2 file every frame starts at a record boundary, so the records of every later frame are recovered.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import zstandard
+
+from bench.core.cassette.format import ZSTD_MAGIC
+from bench.core.storage import is_url, open_read, prefetched
+
+# Compressed bytes fed per call adapt to the ratio seen so far, so that one call's output stays near OUT_TARGET: a
+# fixed piece let a highly repetitive cassette (synthetic or templated traffic compresses 1000x and more) allocate
+# hundreds of MiB in one call. A zstd block decodes to at most 128 KiB from as little as 4 bytes (a run), so
+# MIN_PIECE bytes decode to at most ~2 MiB; a call starts there and the piece doubles while the output stays small.
+PIECE = 1 << 17
+MIN_PIECE = 1 << 6
+OUT_TARGET = 1 << 21
+# After damage, the damaged frame is decoded again this many compressed bytes at a time.
+SALVAGE_STEP = 512
+
+
+@dataclass(frozen=True)
+class Data:
+    frame: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class FrameEnd:
+    frame: int
+    end: int = 0  # offset just past the frame: where the next one starts (bench.core.cassette.seek indexes by it)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The file ends inside this frame (a recording still being written, or killed)."""
+
+    frame: int
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Bytes from `offset` to `resume` (the next frame, or the end of the file) could not be read."""
+
+    frame: int
+    offset: int
+    resume: int
+    why: str
+
+
+Event = Data | FrameEnd | Cut | Skipped
+
+
+def open_bytes(path: Path | str) -> mmap.mmap | bytes:
+    """The file's bytes, mapped (not read) so that a large cassette costs no memory; b"" for an empty file. An
+    object-storage URL is read whole in one request (a cassette is compressed; per-request latency dominates)."""
+    if isinstance(path, str) and is_url(path):
+        ahead = prefetched(path)
+        if ahead is not None:
+            return ahead
+        with open_read(path) as remote:
+            data: bytes = remote.read()
+            return data
+    with open(path, "rb") as f:
+        if f.seek(0, 2) == 0:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
+    """Every frame's decompressed data in order, from the frame at `start` (a frame's first byte; frame numbers
+    count from there); damage and junk become `Skipped` and the walk goes on."""
+    n = len(buf)
+    pos = start
+    frame = 0
+    dctx = zstandard.ZstdDecompressor()
+    while pos < n:
+        if buf[pos : pos + 4] != ZSTD_MAGIC:
+            resume = _next_magic(buf, pos + 1)
+            yield Skipped(frame, pos, resume, "bytes that are not zstd data")
+            pos = resume
+            frame += 1
+            continue
+        dobj = dctx.decompressobj()
+        fed = pos
+        given = 0  # decompressed bytes of this frame yielded so far
+        size = MIN_PIECE
+        try:
+            while not dobj.eof and fed < n:
+                piece = buf[fed : fed + size]
+                fed += len(piece)
+                out = dobj.decompress(piece)
+                # Doubling, not a jump to the ratio's size: the first pieces' ratio says little about the next ones.
+                if len(out) > OUT_TARGET:
+                    size = max(MIN_PIECE, size // 2)
+                elif len(out) < OUT_TARGET // 4:
+                    size = min(PIECE, size * 2)
+                if out:
+                    given += len(out)
+                    yield Data(frame, out)
+        except zstandard.ZstdError as exc:
+            # The failing call's output is lost with its exception: decode the frame again in small steps to get
+            # every block before the damage.
+            rest, bad = _salvage(dctx, buf, pos, fed, given)
+            if rest:
+                yield Data(frame, rest)
+            resume = _next_magic(buf, pos + 1)
+            yield Skipped(frame, min(bad, resume), resume, f"damaged zstd data ({_short(exc)})")
+            pos = resume
+            frame += 1
+            continue
+        if not dobj.eof:
+            # Normal for a live or killed recording (its last frame). A frame that does not end although another
+            # starts after it was damaged (a block header that now claims more bytes): resume at the next one.
+            resume = _next_magic(buf, pos + 1)
+            if resume == n:
+                yield Cut(frame)
+                return
+            yield Skipped(frame, pos, resume, "a frame that does not end")
+            pos = resume
+            frame += 1
+            continue
+        pos = fed - len(dobj.unused_data)
+        yield FrameEnd(frame, pos)
+        frame += 1
+
+
+def _salvage(
+    dctx: zstandard.ZstdDecompressor, buf: mmap.mmap | bytes, start: int, end: int, skip: int
+) -> tuple[bytes, int]:
+    """The frame's output from `start` up to the first error, less its first `skip` bytes, and where the error is:
+    fed SALVAGE_STEP bytes at a time, then the step that fails a byte at a time (a block comes out once all its
+    bytes are in)."""
+    good = start
+    out = bytearray()
+    for step in (SALVAGE_STEP, 1):
+        dobj = dctx.decompressobj()
+        out = bytearray(dobj.decompress(buf[start:good])) if good > start else bytearray()
+        at = good
+        try:
+            while at < end and not dobj.eof:
+                out += dobj.decompress(buf[at : at + step])
+                at += step
+                good = at
+            break
+        except zstandard.ZstdError:
+            continue
+    return bytes(out[skip:]), good
+
+
+def _next_magic(buf: mmap.mmap | bytes, start: int) -> int:
+    found = buf.find(ZSTD_MAGIC, start)
+    return len(buf) if found < 0 else found
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).removeprefix("zstd decompressor error: ")
+    return text.split("\n", 1)[0]
+
+
+def release(buf: mmap.mmap | bytes, start: int, end: int) -> None:
+    """Drop the mapped pages of a frame once read: they would otherwise stay in the process's resident set (as file
+    pages, but counted in it) until the whole file had been read."""
+    if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        first = start - start % mmap.PAGESIZE
+        if end > first:
+            buf.madvise(mmap.MADV_DONTNEED, first, end - first)

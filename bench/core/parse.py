@@ -1,0 +1,472 @@
+"""Rebuild a recorded exchange as an OpenAI client would have seen it.
+
+From the raw bytes of every upstream read: SSE events (bench.core.sse), the assembled content, reasoning and tool calls
+(fragments joined by index), finish_reason, usage, model, system_fingerprint; non-streamed JSON bodies too. Problems
+are data (`findings`), never exceptions. Timing follows vLLM's serving benchmark (docs/report.md, "Timing"): a
+"token event" is an event with non-empty `choices`; TTFT is the first one, ITL the gaps between consecutive ones,
+E2EL the last one (usage-only chunk and [DONE] excluded), TPOT = (E2EL - TTFT) / (output tokens - 1).
+
+PARSER_VERSION is part of the scorer's version: any change to what this module returns for the same bytes bumps it,
+so rescoring shows the flips it causes.
+
+The request's path says which API answered (bench.core.endpoints): Chat Completions and legacy Completions are parsed
+here, the Responses API in bench.core.parse_responses, Embeddings (no output tokens: status, usage, model and E2EL) and
+endpoints bench does not know as a plain body. Version 2: the endpoint is read from the path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import accumulate
+from operator import sub
+from typing import Any
+
+import orjson
+
+from bench.core.cassette.records import Exchange
+from bench.core.chunks import Delta, FunctionDelta, decode_chunk, decode_chunks
+from bench.core.decoding import decoded_record_reads
+from bench.core.endpoints import CHAT, RESPONSES, endpoint_of
+from bench.core.sse import event_payloads
+from bench.core.usage import usage_tokens
+
+# 2: compressed bodies (Content-Encoding gzip, deflate, br) are parsed decoded; the Responses API, legacy
+# Completions and Embeddings are parsed by endpoint.
+PARSER_VERSION = 2
+
+# Text that a model meant as a tool call but wrote as prose (Hermes/ChatML tags, bare JSON calls).
+_TEXT_TOOL_CALL = re.compile(
+    r"<tool_call>|<function[=>]|\[TOOL_CALLS\]|\{\s*\"(?:name|function)\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\"",
+)
+
+
+@dataclass(slots=True)
+class ToolCall:
+    index: int
+    id: str | None = None
+    name: str = ""
+    arguments: str = ""
+    type: str = "function"
+    parsed_arguments: Any = None
+    valid_json: bool = False
+
+    def finish(self) -> None:
+        text = self.arguments.strip() or "{}"
+        try:
+            self.parsed_arguments = orjson.loads(text)
+            self.valid_json = True
+        except orjson.JSONDecodeError:
+            self.parsed_arguments = None
+            self.valid_json = False
+
+
+@dataclass(slots=True)
+class Timing:
+    ttft_us: int | None = None
+    e2el_us: int | None = None
+    tpot_us: float | None = None
+    itl_us: list[int] = field(default_factory=list)
+    output_tokens: int | None = None
+    tokens_source: str | None = None  # "usage" or "counted"
+    n_events: int = 0
+    loop_lag_us: int | None = None  # the recording proxy's longest event-loop stall during the exchange
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ttft_us": self.ttft_us,
+            "e2el_us": self.e2el_us,
+            "tpot_us": self.tpot_us,
+            "itl_us": self.itl_us,
+            "output_tokens": self.output_tokens,
+            "tokens_source": self.tokens_source,
+            "n_events": self.n_events,
+            "loop_lag_us": self.loop_lag_us,
+        }
+
+
+@dataclass
+class ParsedExchange:
+    id: str = ""
+    endpoint: str = CHAT
+    status: int | None = None
+    outcome: str = "complete"
+    streamed: bool = False
+    content: str = ""
+    reasoning: str = ""
+    refusal: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    model: str | None = None
+    system_fingerprint: str | None = None
+    error: str | None = None
+    findings: list[str] = field(default_factory=list)
+    events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    timing: Timing = field(default_factory=Timing)
+    tags: dict[str, str] = field(default_factory=dict)
+    request_body: bytes = b""
+    # Event types of the endpoint's stream that the parser does not know, and how often each came.
+    unknown_events: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def request_json(self) -> dict[str, Any] | None:
+        """The request body as JSON (messages, tools, sampling), or None if it was not a JSON object."""
+        try:
+            value = orjson.loads(self.request_body) if self.request_body else None
+        except orjson.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def output_tokens_from_usage(self) -> int | None:
+        return usage_tokens(self.usage).output
+
+    def settle_whole_body(self, max_tokens: int | None) -> None:
+        """Output tokens of a non-streamed answer from its usage, and the test's token budget applied to it: a whole
+        body has no per-token boundary, so past the budget the proportional prefix of the text is kept."""
+        output = self.output_tokens_from_usage()
+        if output is not None:
+            self.timing.output_tokens, self.timing.tokens_source = output, "usage"
+        if max_tokens is not None and output is not None and output > max_tokens:
+            keep = int(len(self.content) * max_tokens / output)
+            self.content = self.content[:keep]
+            self.finish_reason = "length"
+            self.findings.append("budget_max_tokens")
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "complete" and self.status is not None and self.status < 400
+
+
+def parse_exchange(
+    record: Exchange,
+    *,
+    max_tokens: int | None = None,
+    deadline_us: int | None = None,
+    keep_events: bool = False,
+) -> ParsedExchange:
+    """Parse one cassette exchange record. `max_tokens` / `deadline_us` cut the stream as if generation had stopped
+    after that many completion tokens / the client had given up that long after sending the request.
+    `keep_events` keeps every parsed chunk in `.events` (off by default: it triples the memory and GC work)."""
+    response = record.response
+    request = record.request
+    chunks: list[bytes] = response.chunks
+    times = list(accumulate(response.chunk_us or [0] * len(chunks)))
+    # A compressed body is parsed decoded, each read's piece at that read's time (bench.core.decoding).
+    decoded = decoded_record_reads(response.headers, chunks)
+    chunks = decoded.pieces
+    parsed = ParsedExchange(
+        id=record.id,
+        endpoint=endpoint_of(request.path),
+        status=response.status,
+        outcome=record.outcome,
+        streamed=response.streamed,
+        error=record.error,
+        tags=dict(record.tags),
+        request_body=request.body,
+    )
+    parsed.timing.loop_lag_us = record.timing.loop_lag_us
+    if deadline_us is not None and times and times[-1] > deadline_us:
+        keep = sum(1 for t in times if t <= deadline_us)
+        chunks, times = chunks[:keep], times[:keep]
+        parsed.findings.append("budget_deadline")
+        if parsed.outcome == "complete":
+            parsed.outcome = "timeout"
+    if parsed.status is not None and parsed.status >= 400:
+        parsed.findings.append("http_error")
+    if decoded.error is not None:
+        parsed.findings.append("undecodable_body")
+    _dispatch(parsed, chunks, times, max_tokens, keep_events)
+    return parsed
+
+
+def parse_stream(
+    chunks: Sequence[bytes], times: Sequence[int], keep_events: bool = False, endpoint: str = CHAT
+) -> ParsedExchange:
+    """Parse a live SSE stream (e.g. in a driver) with absolute read times."""
+    parsed = ParsedExchange(streamed=True, status=200, endpoint=endpoint)
+    _dispatch(parsed, chunks, times, None, keep_events)
+    return parsed
+
+
+def _dispatch(
+    p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None, keep_events: bool
+) -> None:
+    if p.endpoint == RESPONSES:
+        from bench.core.parse_responses import parse_response_body, parse_response_stream
+
+        if p.streamed:
+            parse_response_stream(p, chunks, times, max_tokens, keep_events)
+        else:
+            parse_response_body(p, chunks, times, max_tokens)
+    elif p.streamed:
+        _parse_stream(p, chunks, times, max_tokens, keep_events)
+    else:
+        _parse_body(p, chunks, times, max_tokens)
+
+
+def _parse_stream(
+    p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None, keep_events: bool
+) -> None:
+    stamps, payloads, cut = event_payloads(chunks, times)
+    budget_cut = False
+    if max_tokens is not None:
+        stamps, payloads, budget_cut = _cut_to_tokens(stamps, payloads, max_tokens)
+        if budget_cut:
+            p.findings.append("budget_max_tokens")
+            cut = False
+    done = b"[DONE]" in payloads
+    if not done:
+        event_times, datas = stamps, payloads
+    elif payloads[-1] == b"[DONE]" and payloads.count(b"[DONE]") == 1:
+        event_times, datas = stamps[:-1], payloads[:-1]
+    else:
+        kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
+        event_times, datas = [stamps[i] for i in kept], [payloads[i] for i in kept]
+    if keep_events:
+        p.events.extend((t, obj) for t, obj in zip(event_times, map(load_json, datas), strict=True) if obj)
+    decoded = decode_chunks(datas)
+    content: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, ToolCall] = {}
+    token_times: list[int] = []
+    counted = 0
+    bad_json = False
+    # This loop runs for every event of every recorded stream: locals and bound methods, no calls for the common
+    # content-only delta, and an inline path for the next argument fragment of the call being streamed.
+    add_content = content.append
+    add_time = token_times.append
+    streaming: ToolCall | None = None  # the call that the last fragment went to
+    parts: list[str] = []  # its argument fragments not yet joined into .arguments
+    for t, chunk in zip(event_times, decoded, strict=True):
+        if chunk is None:
+            bad_json = True
+            continue
+        if chunk.error:
+            error_event(p, chunk.error)
+        if chunk.usage:
+            p.usage = chunk.usage
+        choices = chunk.choices
+        if not choices:
+            continue
+        add_time(t)
+        first = choices[0]
+        # n > 1: the choice with index 0 is the answer that is scored
+        choice = next((c for c in choices if c.index == 0), None) if first.index else first
+        if choice is None:
+            continue
+        delta = choice.delta
+        if delta is None:
+            if choice.text:  # legacy completions stream
+                add_content(choice.text)
+                counted += 1
+        else:
+            text = delta.content
+            if text:
+                add_content(text)
+            fragments = delta.tool_calls
+            if (
+                fragments
+                and streaming is not None
+                and len(fragments) == 1
+                and (frag := fragments[0]).index == streaming.index
+                and frag.id is None
+                and frag.type is None
+                and (fn := frag.function) is not None
+                and fn.name is None
+                and type(args := fn.arguments) is str
+                and delta.function_call is None
+                and not (delta.reasoning_content or delta.reasoning)
+            ):
+                parts.append(args)
+                counted += 1
+            elif fragments or delta.function_call or delta.reasoning_content or delta.reasoning:
+                if parts and streaming is not None:
+                    streaming.arguments += "".join(parts)
+                    parts.clear()
+                if _apply_delta(delta, reasoning, calls) or text:
+                    counted += 1
+                streaming = _single_call(delta, calls)
+            elif text:
+                counted += 1
+        if choice.finish_reason:
+            p.finish_reason = choice.finish_reason
+    if parts and streaming is not None:
+        streaming.arguments += "".join(parts)
+    # The first chunk that names them, found after the loop: usually the first, so this costs one step.
+    model = next((c.model for c in decoded if c is not None and c.model), None)
+    fingerprint = next((c.system_fingerprint for c in decoded if c is not None and c.system_fingerprint), None)
+    p.model = model
+    p.system_fingerprint = fingerprint
+    p.content = "".join(content)
+    p.reasoning = "".join(reasoning)
+    finish_calls(p, calls)
+    if budget_cut:
+        # Generation stopped at the budget: the server would have ended the stream cleanly there.
+        p.finish_reason, done = "length", True
+    if bad_json:
+        p.findings.append("bad_event_json")
+    if not done:
+        p.findings.append("no_done")
+    if cut or (not done and p.finish_reason is None):
+        p.findings.append("truncated")
+    if not token_times and p.status is not None and p.status < 400:
+        p.findings.append("empty_choices")
+    if p.usage is None and token_times:
+        p.findings.append("no_usage")
+    set_timing(p, token_times, counted)
+
+
+def _apply_delta(delta: Delta, reasoning: list[str], calls: dict[int, ToolCall]) -> int:
+    """Fold a delta's reasoning and tool-call parts into the answer; returns 1 if it carried any of them."""
+    produced = 0
+    think = delta.reasoning_content or delta.reasoning
+    if think and isinstance(think, str):
+        reasoning.append(think)
+        produced = 1
+    fragments = delta.tool_calls
+    if fragments:
+        produced = 1
+        for pos, frag in enumerate(fragments):
+            idx = pos if frag.index is None else frag.index
+            call = calls.get(idx)
+            if call is None:
+                call = calls[idx] = ToolCall(index=idx)
+            if frag.id:
+                call.id = frag.id
+            if frag.type:
+                call.type = frag.type
+            if frag.function is not None:
+                _add_function(call, frag.function)
+    legacy = delta.function_call
+    # llama.cpp's server sends the same fragment both as function_call and tool_calls: count it once.
+    if legacy is not None and not fragments:
+        produced = 1
+        _add_function(calls.setdefault(0, ToolCall(index=0)), legacy)
+    return produced
+
+
+def _single_call(delta: Delta, calls: dict[int, ToolCall]) -> ToolCall | None:
+    """The call that later bare argument fragments may go to inline: the one this delta's only fragment named."""
+    fragments = delta.tool_calls
+    if not fragments or len(fragments) != 1 or delta.function_call is not None:
+        return None
+    frag = fragments[0]
+    return calls.get(0 if frag.index is None else frag.index)
+
+
+def _add_function(call: ToolCall, fn: FunctionDelta) -> None:
+    # Servers that repeat the name in every fragment (llama.cpp) must not get it concatenated.
+    if fn.name and fn.name != call.name:
+        call.name += fn.name
+    args = fn.arguments
+    if args:
+        call.arguments += args if isinstance(args, str) else orjson.dumps(args).decode()
+
+
+def error_event(p: ParsedExchange, err: Any) -> None:
+    if "error_event" not in p.findings:
+        p.findings.append("error_event")
+    p.error = str(err.get("message", err) if isinstance(err, dict) else err)
+
+
+def finish_calls(p: ParsedExchange, calls: dict[int, ToolCall]) -> None:
+    p.tool_calls = [calls[i] for i in sorted(calls)]
+    for call in p.tool_calls:
+        call.finish()
+    if any(not c.valid_json for c in p.tool_calls):
+        p.findings.append("invalid_tool_json")
+    if not p.tool_calls and _TEXT_TOOL_CALL.search(p.content):
+        p.findings.append("text_tool_call")
+
+
+def set_timing(p: ParsedExchange, token_times: list[int], counted: int) -> None:
+    timing = p.timing
+    timing.n_events = len(token_times)
+    completion = p.output_tokens_from_usage()
+    if completion is not None and "budget_max_tokens" not in p.findings and "budget_deadline" not in p.findings:
+        timing.output_tokens, timing.tokens_source = completion, "usage"
+    else:
+        timing.output_tokens, timing.tokens_source = counted, "counted"
+    if not token_times:
+        return
+    timing.ttft_us = token_times[0]
+    timing.e2el_us = token_times[-1]
+    timing.itl_us = list(map(sub, token_times[1:], token_times[:-1]))
+    if timing.output_tokens and timing.output_tokens > 1:
+        timing.tpot_us = (timing.e2el_us - timing.ttft_us) / (timing.output_tokens - 1)
+
+
+def load_json(data: bytes) -> dict[str, Any] | None:
+    """An event as a plain JSON object, for callers that keep the events."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _cut_to_tokens(stamps: list[int], payloads: list[bytes], max_tokens: int) -> tuple[list[int], list[bytes], bool]:
+    """Keep events up to the one that produced the max_tokens-th output token.
+
+    Approximation: one token per content/tool delta event, which is what vLLM, llama.cpp and OpenAI stream; a
+    server that packs several tokens per event is cut later than it should be.
+    """
+    produced = 0
+    for i, data in enumerate(payloads):
+        if produced >= max_tokens and data != b"[DONE]":
+            return stamps[:i], payloads[:i], True
+        chunk = decode_chunk(data) if data != b"[DONE]" else None
+        delta = chunk.choices[0].delta if chunk is not None and chunk.choices else None
+        if delta is not None and (delta.content or _apply_delta(delta, [], {})):
+            produced += 1
+    return stamps, payloads, False
+
+
+def _parse_body(p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None) -> None:
+    body = b"".join(chunks)
+    if times:
+        p.timing.e2el_us = times[-1]
+    if not body:
+        return
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        if p.status is not None and p.status < 400:
+            p.findings.append("bad_body_json")
+        return
+    if not isinstance(doc, dict):
+        return
+    if doc.get("error"):
+        err = doc["error"]
+        p.error = str(err.get("message", err) if isinstance(err, dict) else err)
+    p.model = doc.get("model")
+    p.system_fingerprint = doc.get("system_fingerprint")
+    p.usage = doc.get("usage") or None
+    choices = doc.get("choices") or []
+    first = next((c for c in choices if c.get("index", 0) == 0), None)
+    if first is not None:
+        p.finish_reason = first.get("finish_reason")
+        message = first.get("message")
+        if message is None:
+            p.content = first.get("text") or ""
+        else:
+            p.content = message.get("content") or ""
+            p.reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+            calls: dict[int, ToolCall] = {}
+            for i, tc in enumerate(message.get("tool_calls") or []):
+                fn = tc.get("function") or {}
+                args = fn.get("arguments", "")
+                calls[i] = ToolCall(
+                    index=i,
+                    id=tc.get("id"),
+                    name=fn.get("name") or "",
+                    arguments=args if isinstance(args, str) else orjson.dumps(args).decode(),
+                    type=tc.get("type") or "function",
+                )
+            finish_calls(p, calls)
+    elif "choices" in doc and p.status is not None and p.status < 400:
+        p.findings.append("empty_choices")
+    p.settle_whole_body(max_tokens)

@@ -1,0 +1,1 @@
+"""The reports: statistics, comparison, health and their renderers (`bench report`, `compare`, `health`)."""
