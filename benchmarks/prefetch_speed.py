@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.core import storage  # noqa: E402
+from bench.core.cassette.reader import find_locations  # noqa: E402
 from bench.scorer import pipeline  # noqa: E402
 from benchmarks.scale import read_all, time_rounds, without_prefetch  # noqa: E402
 from tests.support.s3 import start_moto  # noqa: E402
@@ -89,7 +89,7 @@ def main() -> None:
     fs.mkdir("bench-prefetch")
     for path in sorted(folder.glob("*.cassette")):
         fs.put_file(str(path), f"bench-prefetch/runs/{path.name}")
-    urls = storage.find(["s3://bench-prefetch/runs"])
+    urls = find_locations(["s3://bench-prefetch/runs"])
     local = sorted(folder.glob("*.cassette"))
     configs = {
         "local disk": lambda: read_all(list(local)),

@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.catalog.driver.config import RecordConfig
 from bench.catalog.driver.record_run import record
-from bench.catalog.model import load_catalog
 from bench.catalog.sim import start_sim
 from bench.core.cassette import read_cassette
 from bench.core.parse import parse_exchange
+from bench.scorer.checked_catalog import load_catalog
 
 MODELS = ["oracle", "flawed-no-call", "flawed-wrong-args"]
 EPOCHS = 3

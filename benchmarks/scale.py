@@ -27,11 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.catalog.model import load_catalog  # noqa: E402
 from bench.core import storage  # noqa: E402
 from bench.core.cassette import CassetteReader  # noqa: E402
+from bench.core.cassette.reader import find_locations  # noqa: E402
 from bench.scorer import distributed as dist  # noqa: E402
 from bench.scorer import pipeline  # noqa: E402
+from bench.scorer.checked_catalog import load_catalog  # noqa: E402
 from bench.scorer.pipeline import Options, plan_units, rescore  # noqa: E402
 from tests.support.s3 import start_moto  # noqa: E402
 
@@ -132,8 +133,8 @@ def main() -> None:
         ),
         # Reading alone (every record decoded, nothing scored): what the prefetch can hide is the fetch's wait.
         "read only, local disk": lambda: read_all(list(folder.glob("*.cassette"))),
-        "read only, s3://": lambda: read_all(storage.find(["s3://bench-scale/runs"])),
-        "read only, s3://, no prefetch": without_prefetch(lambda: read_all(storage.find(["s3://bench-scale/runs"]))),
+        "read only, s3://": lambda: read_all(find_locations(["s3://bench-scale/runs"])),
+        "read only, s3://, no prefetch": without_prefetch(lambda: read_all(find_locations(["s3://bench-scale/runs"]))),
     }
     try:
         times = time_rounds(configs, args.rounds)

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.scorer.registry import EVALUATORS, Evaluator, find_evaluator
+from bench.scorer.checks import find_evaluator
+from bench.scorer.registry import EVALUATORS, Evaluator
 from bench.scorer.signature import REQUIRED, Param, names_tool, type_name
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

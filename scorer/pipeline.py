@@ -29,13 +29,15 @@ from bench import __version__
 from bench.catalog.model import Catalog, TestSpec
 from bench.core import storage
 from bench.core.cassette import CassetteReader
+from bench.core.cassette.reader import find_locations
 from bench.core.cassette.records import Exchange, Header
 from bench.core.endpoints import endpoint_of
 from bench.core.errors import BenchError, CassetteError
-from bench.core.parse import PARSER_VERSION, ParsedExchange, parse_exchange
+from bench.core.parse import PARSER_VERSION, parse_exchange
+from bench.core.parsed import ParsedExchange
+from bench.scorer.checks import evaluator_versions
 from bench.scorer.context import Turn
 from bench.scorer.recognise import Recogniser
-from bench.scorer.registry import evaluator_versions
 from bench.scorer.results import Budgets, CassetteInfo, Meta, Result, Verdict
 from bench.scorer.rules import Rule, as_chat, rule_spec
 from bench.scorer.scoring import conversation_result, request_settings, score_conversation, slim, to_int
@@ -159,14 +161,14 @@ def prepare(
 ) -> tuple[Catalog, list[storage.Location], Options]:
     """The catalog, the cassettes found under `paths`, and the options every unit is scored with."""
     if catalog is None:
-        from bench.catalog.model import load_catalog
+        from bench.scorer.checked_catalog import load_catalog
 
         catalog = load_catalog(None)
     if max_tokens is not None and max_tokens < 1:
         raise BenchError(f"--max-tokens {max_tokens}: give a positive number of tokens")
     if deadline_s is not None and deadline_s <= 0:
         raise BenchError(f"--deadline {deadline_s}: give a positive number of seconds")
-    files = storage.find(list(paths))
+    files = find_locations(list(paths))
     options = Options(
         base=(base if base is not None else default_base(paths)).resolve(),
         suites=tuple(suites),

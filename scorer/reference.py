@@ -9,8 +9,8 @@ from __future__ import annotations
 from bench.catalog.model import TestSpec
 from bench.core.errors import BenchError
 from bench.core.parse import parse_exchange
+from bench.scorer.checks import validate_checks
 from bench.scorer.context import Turn
-from bench.scorer.registry import validate_checks
 from bench.scorer.scoring import score_conversation, slim
 from bench.scorer.synth import exchange_record, sse_chunks
 

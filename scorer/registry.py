@@ -18,8 +18,6 @@ from typing import Any, Literal, TypeVar
 import jsonschema
 import msgspec
 
-from bench.catalog.model import Check, TestSpec
-from bench.core.errors import BenchError
 from bench.scorer.context import EvalContext
 from bench.scorer.signature import (
     REQUIRED,
@@ -41,8 +39,6 @@ __all__ = [
     "Score",
     "arg_problem",
     "evaluator",
-    "find_evaluator",
-    "get_evaluator",
 ]
 
 ScoreStatus = Literal["scored", "skipped"]
@@ -160,11 +156,6 @@ def evaluator(
     return register
 
 
-def find_evaluator(name: str) -> Evaluator | None:
-    _load_builtin()
-    return EVALUATORS.get(name)
-
-
 def arg_problem(ev: Evaluator, args: Mapping[str, Any]) -> tuple[list[str | int], str] | None:
     """(path inside args, message) for arguments a check cannot be scored with, else None: the catalog's and the
     rules file's load-time check (the JSON Schema's messages first, then what a schema cannot say, like one_of)."""
@@ -176,49 +167,3 @@ def arg_problem(ev: Evaluator, args: Mapping[str, Any]) -> tuple[list[str | int]
     except ArgError as exc:
         return [], str(exc)
     return None
-
-
-def evaluator_schemas() -> dict[str, dict[str, Any]]:
-    """Every evaluator's arguments schema, by name."""
-    _load_builtin()
-    return {name: ev.schema for name, ev in sorted(EVALUATORS.items())}
-
-
-def get_evaluator(test: TestSpec, index: int, check: Check) -> Evaluator:
-    ev = find_evaluator(check.evaluator)
-    if ev is None:
-        raise BenchError(
-            f"test {test.id}: check {index + 1} uses unknown evaluator {check.evaluator!r}; "
-            f"use one of: {', '.join(sorted(EVALUATORS))}"
-        )
-    return ev
-
-
-def run_check(ctx: EvalContext, index: int, check: Check) -> Score:
-    """Score one check; bad arguments become a BenchError naming the test and the check."""
-    ev = get_evaluator(ctx.test, index, check)
-    try:
-        score = ev(ctx, check.args)
-    except ArgError as exc:
-        raise BenchError(f"test {ctx.test.id}: check {index + 1} ({check.evaluator}): {exc}; fix the catalog") from None
-    clamped = min(1.0, max(0.0, float(score.score)))
-    return score if clamped == score.score else Score(clamped, score.detail, score.status)
-
-
-def validate_checks(test: TestSpec) -> None:
-    """Raise BenchError for an unknown evaluator or arguments that do not fit, without scoring anything."""
-    for i, check in enumerate(test.checks):
-        ev = get_evaluator(test, i, check)
-        try:
-            ev.bind(check.args)
-        except ArgError as exc:
-            raise BenchError(f"test {test.id}: check {i + 1} ({check.evaluator}): {exc}; fix the catalog") from None
-
-
-def evaluator_versions() -> dict[str, int]:
-    _load_builtin()
-    return {name: ev.version for name, ev in sorted(EVALUATORS.items())}
-
-
-def _load_builtin() -> None:
-    import bench.scorer.evaluators  # noqa: F401 - registers the built-in evaluators on import

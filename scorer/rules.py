@@ -28,7 +28,8 @@ from bench.core.endpoints import RESPONSES
 from bench.core.errors import BenchError
 from bench.core.responses_request import chat_from_responses
 from bench.core.yamlfile import load_checked_yaml
-from bench.scorer.registry import arg_problem, find_evaluator
+from bench.scorer.checks import find_evaluator
+from bench.scorer.registry import arg_problem
 
 SUITE = "rules"
 

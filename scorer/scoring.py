@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.catalog.model import TestSpec
-from bench.core.parse import ParsedExchange
+from bench.core.parsed import ParsedExchange
+from bench.scorer.checks import get_evaluator, run_check
 from bench.scorer.context import Call, EvalContext, Turn
 from bench.scorer.failures import classify, transport_failure
-from bench.scorer.registry import Score, get_evaluator, run_check
+from bench.scorer.registry import Score
 from bench.scorer.results import CheckScore, ExchangeScore, Result, Verdict
 
 SETTINGS_KEYS = ("temperature", "seed", "max_tokens", "stream")

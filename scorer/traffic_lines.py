@@ -13,7 +13,7 @@ from typing import Any
 
 from bench.core.cassette.records import Exchange
 from bench.core.clients import client_family, header
-from bench.core.parse import ParsedExchange
+from bench.core.parsed import ParsedExchange
 from bench.core.usage import usage_tokens
 from bench.scorer.rules import request_text
 from bench.scorer.scoring import compact_itl

@@ -29,12 +29,3 @@ def test_mypy_strict(request: pytest.FixtureRequest) -> None:
     # Started when collection ended (tests/support/early.py), so it ran beside the tests before this one.
     code, output = early.result(request.config, request.node.nodeid)
     assert code == 0, output
-
-
-def test_scorer_never_imports_aiohttp() -> None:
-    # Everything `bench rescore` and `bench report` load, the catalog's model and loader included (the scorer imports
-    # bench.catalog.model, so catalog/__init__.py must stay free of the driver and the simulator).
-    modules = "bench.scorer, bench.scorer.pipeline, bench.cli.rescore_command, bench.cli.report_command, bench.catalog.model.loader"
-    code = f"import sys, bench.core.cassette, bench.core.sse, {modules}; sys.exit('aiohttp' in sys.modules)"
-    result = run(sys.executable, "-c", code)
-    assert result.returncode == 0, result.stdout + result.stderr or "the scorer imported aiohttp"

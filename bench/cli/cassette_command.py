@@ -21,10 +21,11 @@ import orjson
 
 from bench import __version__
 from bench.core.cassette.reader import CassetteReader, find_cassettes
+from bench.core.cassette.reader import find_locations as find
 from bench.core.cassette.records import Exchange
 from bench.core.decoding import decoded_record_reads
 from bench.core.errors import BenchError, CassetteError
-from bench.core.storage import Location, find, location, size
+from bench.core.storage import Location, location, size
 
 PREVIEW_CHARS = 600
 

@@ -8,8 +8,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.catalog.model import Catalog, TestSpec, load_catalog
+from bench.catalog.model import Catalog, TestSpec
 from bench.core.errors import BenchError
+from bench.scorer.checked_catalog import load_catalog
 
 
 def register(subparsers: Any) -> None:

@@ -61,8 +61,8 @@ async def _record(args: argparse.Namespace) -> tuple[Any, Path | None]:
     from bench.catalog.driver.config import RecordConfig
     from bench.catalog.driver.progress import make_reporter
     from bench.catalog.driver.record_run import record
-    from bench.catalog.model import load_catalog
     from bench.catalog.sim import start_sim
+    from bench.scorer.checked_catalog import load_catalog
 
     catalog = load_catalog(None)
     # Paced like a fast real server so that the report's timing tables have something to show (a few seconds).
@@ -88,7 +88,7 @@ def _score(cassette: Path | None) -> Path | None:
     except ImportError:
         print("(the scorer is not installed: skipping scores and report)", file=sys.stderr)
         return None
-    from bench.catalog.model import load_catalog
+    from bench.scorer.checked_catalog import load_catalog
 
     out = cassette.with_suffix(".scores.jsonl")
     meta, results = rescore([cassette], catalog=load_catalog(None), base=cassette.parent)

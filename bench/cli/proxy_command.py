@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import BenchError
-from bench.core.storage import fetch_all, is_url, location, upload, upload_leftovers
+from bench.core.spool import fetch_all, upload_leftovers
+from bench.core.storage import is_url, location, upload
 from bench.proxy.modes import MODES
 
 

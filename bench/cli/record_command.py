@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import BenchError
-from bench.core.storage import fetch_all, is_url, upload, upload_leftovers
+from bench.core.spool import fetch_all, upload_leftovers
+from bench.core.storage import is_url, upload
 
 
 def register(subparsers: Any) -> None:
@@ -59,7 +60,7 @@ def run_record(args: argparse.Namespace) -> int:
     from bench.catalog.driver.progress import make_reporter
     from bench.catalog.driver.record_run import record
     from bench.catalog.driver.resume import read_run
-    from bench.catalog.model import load_catalog
+    from bench.scorer.checked_catalog import load_catalog
 
     _positive("epochs", args.epochs)
     _positive("concurrency", args.concurrency)

@@ -47,8 +47,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from bench.catalog.model import load_catalog
     from bench.core.errors import BenchError
+    from bench.scorer.checked_catalog import load_catalog
     from bench.scorer.merge import rescore_to_file
     from bench.scorer.pipeline import default_base
     from bench.scorer.rescore_summary import print_summary

@@ -16,13 +16,8 @@ endpoints bench does not know as a plain body. Version 2: the endpoint is read f
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import accumulate
-from operator import sub
-from typing import Any
 
 import orjson
 
@@ -30,114 +25,12 @@ from bench.core.cassette.records import Exchange
 from bench.core.chunks import Delta, FunctionDelta, decode_chunk, decode_chunks
 from bench.core.decoding import decoded_record_reads
 from bench.core.endpoints import CHAT, RESPONSES, endpoint_of
+from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
 from bench.core.sse import event_payloads
-from bench.core.usage import usage_tokens
 
 # 2: compressed bodies (Content-Encoding gzip, deflate, br) are parsed decoded; the Responses API, legacy
 # Completions and Embeddings are parsed by endpoint.
 PARSER_VERSION = 2
-
-# Text that a model meant as a tool call but wrote as prose (Hermes/ChatML tags, bare JSON calls).
-_TEXT_TOOL_CALL = re.compile(
-    r"<tool_call>|<function[=>]|\[TOOL_CALLS\]|\{\s*\"(?:name|function)\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\"",
-)
-
-
-@dataclass(slots=True)
-class ToolCall:
-    index: int
-    id: str | None = None
-    name: str = ""
-    arguments: str = ""
-    type: str = "function"
-    parsed_arguments: Any = None
-    valid_json: bool = False
-
-    def finish(self) -> None:
-        text = self.arguments.strip() or "{}"
-        try:
-            self.parsed_arguments = orjson.loads(text)
-            self.valid_json = True
-        except orjson.JSONDecodeError:
-            self.parsed_arguments = None
-            self.valid_json = False
-
-
-@dataclass(slots=True)
-class Timing:
-    ttft_us: int | None = None
-    e2el_us: int | None = None
-    tpot_us: float | None = None
-    itl_us: list[int] = field(default_factory=list)
-    output_tokens: int | None = None
-    tokens_source: str | None = None  # "usage" or "counted"
-    n_events: int = 0
-    loop_lag_us: int | None = None  # the recording proxy's longest event-loop stall during the exchange
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "ttft_us": self.ttft_us,
-            "e2el_us": self.e2el_us,
-            "tpot_us": self.tpot_us,
-            "itl_us": self.itl_us,
-            "output_tokens": self.output_tokens,
-            "tokens_source": self.tokens_source,
-            "n_events": self.n_events,
-            "loop_lag_us": self.loop_lag_us,
-        }
-
-
-@dataclass
-class ParsedExchange:
-    id: str = ""
-    endpoint: str = CHAT
-    status: int | None = None
-    outcome: str = "complete"
-    streamed: bool = False
-    content: str = ""
-    reasoning: str = ""
-    refusal: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage: dict[str, Any] | None = None
-    model: str | None = None
-    system_fingerprint: str | None = None
-    error: str | None = None
-    findings: list[str] = field(default_factory=list)
-    events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    timing: Timing = field(default_factory=Timing)
-    tags: dict[str, str] = field(default_factory=dict)
-    request_body: bytes = b""
-    # Event types of the endpoint's stream that the parser does not know, and how often each came.
-    unknown_events: dict[str, int] = field(default_factory=dict)
-
-    @cached_property
-    def request_json(self) -> dict[str, Any] | None:
-        """The request body as JSON (messages, tools, sampling), or None if it was not a JSON object."""
-        try:
-            value = orjson.loads(self.request_body) if self.request_body else None
-        except orjson.JSONDecodeError:
-            return None
-        return value if isinstance(value, dict) else None
-
-    def output_tokens_from_usage(self) -> int | None:
-        return usage_tokens(self.usage).output
-
-    def settle_whole_body(self, max_tokens: int | None) -> None:
-        """Output tokens of a non-streamed answer from its usage, and the test's token budget applied to it: a whole
-        body has no per-token boundary, so past the budget the proportional prefix of the text is kept."""
-        output = self.output_tokens_from_usage()
-        if output is not None:
-            self.timing.output_tokens, self.timing.tokens_source = output, "usage"
-        if max_tokens is not None and output is not None and output > max_tokens:
-            keep = int(len(self.content) * max_tokens / output)
-            self.content = self.content[:keep]
-            self.finish_reason = "length"
-            self.findings.append("budget_max_tokens")
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome == "complete" and self.status is not None and self.status < 400
 
 
 def parse_exchange(
@@ -364,48 +257,6 @@ def _add_function(call: ToolCall, fn: FunctionDelta) -> None:
     args = fn.arguments
     if args:
         call.arguments += args if isinstance(args, str) else orjson.dumps(args).decode()
-
-
-def error_event(p: ParsedExchange, err: Any) -> None:
-    if "error_event" not in p.findings:
-        p.findings.append("error_event")
-    p.error = str(err.get("message", err) if isinstance(err, dict) else err)
-
-
-def finish_calls(p: ParsedExchange, calls: dict[int, ToolCall]) -> None:
-    p.tool_calls = [calls[i] for i in sorted(calls)]
-    for call in p.tool_calls:
-        call.finish()
-    if any(not c.valid_json for c in p.tool_calls):
-        p.findings.append("invalid_tool_json")
-    if not p.tool_calls and _TEXT_TOOL_CALL.search(p.content):
-        p.findings.append("text_tool_call")
-
-
-def set_timing(p: ParsedExchange, token_times: list[int], counted: int) -> None:
-    timing = p.timing
-    timing.n_events = len(token_times)
-    completion = p.output_tokens_from_usage()
-    if completion is not None and "budget_max_tokens" not in p.findings and "budget_deadline" not in p.findings:
-        timing.output_tokens, timing.tokens_source = completion, "usage"
-    else:
-        timing.output_tokens, timing.tokens_source = counted, "counted"
-    if not token_times:
-        return
-    timing.ttft_us = token_times[0]
-    timing.e2el_us = token_times[-1]
-    timing.itl_us = list(map(sub, token_times[1:], token_times[:-1]))
-    if timing.output_tokens and timing.output_tokens > 1:
-        timing.tpot_us = (timing.e2el_us - timing.ttft_us) / (timing.output_tokens - 1)
-
-
-def load_json(data: bytes) -> dict[str, Any] | None:
-    """An event as a plain JSON object, for callers that keep the events."""
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _cut_to_tokens(stamps: list[int], payloads: list[bytes], max_tokens: int) -> tuple[list[int], list[bytes], bool]:

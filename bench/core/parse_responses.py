@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bench.core.parse import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
+from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
 from bench.core.response_events import Event, Item, Response, decode_events, decode_response, parts
 from bench.core.sse import event_payloads
 

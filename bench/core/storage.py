@@ -17,7 +17,6 @@ from typing import IO, Any
 
 from bench.core.errors import BenchError, CassetteError
 
-SUFFIX = ".cassette"
 # What to install for each backend's fsspec implementation (s3 is bench's extra; the others are plain packages).
 INSTALL = {
     "s3": ("s3fs", "pip install 'bench[s3]'"),
@@ -168,30 +167,21 @@ def size(loc: Location) -> int:
         return 0
 
 
-def find(locations: Sequence[Location]) -> list[Location]:
-    """Every cassette under the given files, folders or URL prefixes, each sorted, so that runs are deterministic."""
-    from bench.core.cassette.reader import find_cassettes
-
-    found: list[Location] = []
-    for loc in locations:
-        if not is_url(loc):
-            found.extend(find_cassettes([Path(loc)]))
-            continue
-        url = str(loc)
-        fs = filesystem(url)
-        try:
-            fs.invalidate_cache()
-            if fs.isfile(url):
-                found.append(url)
-                continue
-            names = fs.find(url)
-        except Exception as exc:
-            raise CassetteError(explain(url, exc)) from None
-        # Named as the user spelled the prefix, so results and messages carry the URL they gave.
-        root = fs._strip_protocol(url).rstrip("/")
-        found.extend(sorted(url.rstrip("/") + n[len(root) :] for n in names if n.endswith(SUFFIX)))
-        if not names and not fs.exists(url):
-            raise CassetteError(f"{url}: no such bucket or prefix; pass a cassette URL or a prefix holding some")
+def find_urls(url: str, suffix: str) -> list[str]:
+    """The objects under a URL prefix whose names end with `suffix` (or the URL itself when it names one object),
+    sorted, named as the user spelled the prefix so that results and messages carry the URL they gave."""
+    fs = filesystem(url)
+    try:
+        fs.invalidate_cache()
+        if fs.isfile(url):
+            return [url]
+        names = fs.find(url)
+    except Exception as exc:
+        raise CassetteError(explain(url, exc)) from None
+    root = fs._strip_protocol(url).rstrip("/")
+    found = sorted(url.rstrip("/") + n[len(root) :] for n in names if n.endswith(suffix))
+    if not names and not fs.exists(url):
+        raise CassetteError(f"{url}: no such bucket or prefix; pass a cassette URL or a prefix holding some")
     return found
 
 
@@ -246,63 +236,3 @@ def upload(local: Path, prefix: str, *, tries: int = UPLOAD_TRIES, pause_s: floa
         local.unlink()
         return url
     raise BenchError(f"upload failed after {tries} tries ({last}); the local copy {local} is kept")
-
-
-def upload_leftovers(spool: Path, prefix: str) -> list[str]:
-    """Closed cassettes a process left in the spool (stopped between closing a cassette and its verified upload),
-    uploaded and verified now, before anything new is written; returns a line for each cassette it looked at.
-
-    A cassette without an end record is left where it is (named in its line): it is still being written by another
-    process using this spool, or was cut short by a crash, and is readable as it is. One whose object already
-    exists is checked (size, then sha256 read back): the same bytes mean the upload had finished (the local copy is
-    removed, as the upload would have); other bytes are never overwritten, and the local copy stays."""
-    from bench.core.cassette import CassetteReader
-
-    lines: list[str] = []
-    for local in sorted(spool.glob("*.cassette")) if spool.is_dir() else []:
-        try:
-            reader = CassetteReader(local)
-            for _ in reader:
-                pass
-            closed = reader.end is not None and not reader.damaged
-        except (OSError, CassetteError):
-            closed = False
-        if not closed:
-            lines.append(f"left in the spool: {local} (no end record: still being written, or cut short)")
-            continue
-        url = join(prefix, local.name)
-        fs = filesystem(url)
-        try:
-            fs.invalidate_cache(url)
-            stored = fs.size(url) if fs.exists(url) else None
-            same = stored == local.stat().st_size and sha256_remote(fs, url) == sha256_file(local)
-        except Exception as exc:
-            raise BenchError(explain(url, exc)) from None
-        if same:
-            local.unlink()
-            lines.append(f"{url} was already uploaded whole (size and sha256 verified), removed the local copy {local}")
-        elif stored is not None:
-            lines.append(f"{url} exists with other bytes: not overwritten; the local copy {local} is kept")
-        else:
-            lines.append(f"uploaded {upload(local, prefix)} left in the spool (size and sha256 verified)")
-    return lines
-
-
-def fetch_all(prefix: str, folder: Path) -> list[Path]:
-    """Copy every cassette under `prefix` into `folder` (for replay, which serves from local files); an existing
-    file of the same name is kept, never overwritten."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fs = filesystem(prefix)
-    got: list[Path] = []
-    for url in find([prefix]):
-        target = folder / str(url).rsplit("/", 1)[-1]
-        if not target.exists():
-            tmp = target.with_name(f".{target.name}.part")
-            try:
-                fs.get_file(str(url), str(tmp))
-            except Exception as exc:
-                tmp.unlink(missing_ok=True)
-                raise BenchError(explain(str(url), exc)) from None
-            tmp.replace(target)
-        got.append(target)
-    return got

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from bench.core.parse import ParsedExchange
+from bench.core.parsed import ParsedExchange
 
 # A gap between token events this many times the exchange's median inter-token latency is highlighted.
 GAP_FACTOR = 3.0

@@ -16,7 +16,8 @@ import aiohttp
 
 from bench.core.cassette.records import Exchange, Request, Response
 from bench.core.endpoints import CHAT, RESPONSES
-from bench.core.parse import ParsedExchange, parse_exchange, parse_stream
+from bench.core.parse import parse_exchange, parse_stream
+from bench.core.parsed import ParsedExchange
 
 # Outcomes of an attempt, in the driver's own words (the proxy records its own view in the cassette).
 OK = "ok"

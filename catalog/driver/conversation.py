@@ -22,7 +22,7 @@ from bench.catalog.driver.config import RecordConfig
 from bench.catalog.driver.retry import backoff_delay, retryable
 from bench.catalog.model import TestSpec
 from bench.core.endpoints import CHAT, RESPONSES
-from bench.core.parse import ParsedExchange, ToolCall
+from bench.core.parsed import ParsedExchange, ToolCall
 from bench.core.responses_request import responses_from_chat
 
 ENDPOINT_PATHS = {"chat": "chat/completions", "responses": "responses"}

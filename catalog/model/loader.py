@@ -18,10 +18,10 @@ import orjson
 import yaml
 
 from bench.catalog import FIXTURES_DIR, SCHEMA_FILE, SUITES_DIR, TOOLS_DIR
+from bench.catalog.model.check_rules import CheckRules
 from bench.catalog.model.spec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
 from bench.core.errors import BenchError
 from bench.core.nesting import TooDeep, load_yaml
-from bench.scorer.registry import arg_problem, find_evaluator
 
 # Multi-turn tasks need room to read, edit and run tests; a test can lower or raise these.
 WORKSPACE_LIMITS = Limits(max_turns=12, max_calls=20)
@@ -90,9 +90,10 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 
 class _SuiteLoader:
-    def __init__(self, file: Path, root: Path) -> None:
+    def __init__(self, file: Path, root: Path, rules: CheckRules | None) -> None:
         self.file = file
         self.root = root
+        self.rules = rules
         self.test_id = ""
 
     def fail(self, field: str, message: str) -> BenchError:
@@ -235,19 +236,20 @@ class _SuiteLoader:
         for index, entry in enumerate(raw):
             field = f"{where}.checks[{index}]"
             name = entry["evaluator"]
-            ev = find_evaluator(name)
-            if ev is None:
-                raise self.fail(f"{field}.evaluator", f"unknown evaluator {name!r}; see docs/catalog.md for the list")
             args = dict(entry.get("args", {}))
-            problem = arg_problem(ev, args)
+            checks.append(Check(evaluator=name, args=args, weight=float(entry.get("weight", 1.0))))
+            if self.rules is None:
+                continue
+            if not self.rules.known(name):
+                raise self.fail(f"{field}.evaluator", f"unknown evaluator {name!r}; see docs/catalog.md for the list")
+            problem = self.rules.problem(name, args)
             if problem is not None:
                 raise self.fail(_field([f"{field}.args", *problem[0]]), f"{name}: {problem[1]}")
-            for key in ev.tool_args:
+            for key in self.rules.tool_args(name):
                 named = args.get(key)
                 for tool_name in [named] if isinstance(named, str) else named or []:
                     if tool_name not in tool_names:
                         raise self.fail(f"{field}.args.{key}", f"{tool_name!r} is not one of the test's tools")
-            checks.append(Check(evaluator=name, args=args, weight=float(entry.get("weight", 1.0))))
         return tuple(checks)
 
     def reference(self, raw: Mapping[str, Any], tool_names: list[str], where: str) -> Reference:
@@ -287,12 +289,14 @@ def suite_files(path: Path) -> tuple[Path, list[Path]]:
     return path, files
 
 
-def load_catalog(path: Path | None = None) -> Catalog:
+def load_catalog(path: Path | None, *, rules: CheckRules | None) -> Catalog:
+    """Every suite under `path` (None: the built-in suites); checks' evaluators and arguments are checked against
+    `rules` (the scorer's registry), or not at all when None (the simulator, which answers and never scores)."""
     root, files = suite_files(Path(path) if path is not None else SUITES_DIR)
     tests: dict[str, TestSpec] = {}
     suites: dict[str, Path] = {}
     for file in files:
-        for spec in _SuiteLoader(file, root).load():
+        for spec in _SuiteLoader(file, root, rules).load():
             if spec.suite in suites and suites[spec.suite] != file:
                 raise BenchError(f"{file}: suite {spec.suite!r} is also defined in {suites[spec.suite]}; rename one")
             suites[spec.suite] = file

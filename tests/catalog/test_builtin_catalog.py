@@ -7,7 +7,7 @@ import pytest
 
 from bench.catalog import fixture_dir
 from bench.catalog.model import TestSpec as Spec
-from bench.catalog.model import load_catalog
+from bench.scorer.checked_catalog import load_catalog
 from bench.workspace import ToolWorkspace
 
 WORKSPACE_TESTS = [t for t in load_catalog().tests.values() if t.workspace is not None]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.catalog.model import load_catalog
 from bench.cli import main
 from bench.cli.catalog_command import request_preview
+from bench.scorer.checked_catalog import load_catalog
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from bench.catalog.model import load_catalog
 from bench.catalog.sim import start_sim
 from bench.core.cassette import CassetteReader, find_cassettes
 from bench.proxy import start_proxy
+from bench.scorer.checked_catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 

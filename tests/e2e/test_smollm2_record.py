@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.catalog.model import load_catalog
 from bench.core.cassette import find_cassettes, read_cassette
+from bench.scorer.checked_catalog import load_catalog
 from bench.scorer.scores_io import read_scores
 
 pytestmark = pytest.mark.llm

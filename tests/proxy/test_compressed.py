@@ -143,8 +143,8 @@ def test_a_catalog_recorded_through_a_compressing_gateway_scores_as_the_plain_ru
 
     from bench.catalog.driver.config import RecordConfig
     from bench.catalog.driver.record_run import record
-    from bench.catalog.model import load_catalog
     from bench.catalog.sim import start_sim
+    from bench.scorer.checked_catalog import load_catalog
     from bench.scorer.pipeline import rescore
 
     catalog = load_catalog(None)

@@ -13,8 +13,9 @@ from bench.catalog.model import Catalog, Check, Limits, Reference, TestSpec, Wor
 from bench.core.cassette import CassetteWriter
 from bench.core.cassette.records import Exchange, RunMeta, Settings
 from bench.core.parse import parse_exchange
+from bench.scorer.checks import run_check
 from bench.scorer.context import Call, EvalContext, Turn
-from bench.scorer.registry import Score, run_check
+from bench.scorer.registry import Score
 from bench.scorer.scoring import slim
 from bench.scorer.synth import exchange_record, sse_chunks
 

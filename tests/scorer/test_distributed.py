@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from bench.catalog.model import Catalog, load_catalog
+from bench.catalog.model import Catalog
 from bench.core.cassette import read_cassette
 from bench.core.cassette.writer import CassetteWriter
 from bench.core.errors import BenchError
 from bench.scorer import distributed as dist
+from bench.scorer.checked_catalog import load_catalog
 from bench.scorer.pipeline import SHARD_MIN_BYTES, Options, UnitOutput, plan_units, rescore
 from bench.scorer.scores_io import write_scores
 

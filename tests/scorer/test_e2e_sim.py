@@ -10,9 +10,9 @@ import pytest
 
 from bench.catalog.driver.config import RecordConfig
 from bench.catalog.driver.record_run import record
-from bench.catalog.model import load_catalog
 from bench.catalog.sim import start_sim
 from bench.catalog.sim.behaviours import BEHAVIOURS
+from bench.scorer.checked_catalog import load_catalog
 from bench.scorer.pipeline import rescore
 from bench.scorer.results import Result
 

@@ -8,18 +8,8 @@ import pytest
 
 from bench.catalog.model import Check
 from bench.core.errors import BenchError
-from bench.scorer.registry import (
-    EVALUATORS,
-    ArgError,
-    EvalContext,
-    Score,
-    arg_problem,
-    evaluator,
-    evaluator_schemas,
-    evaluator_versions,
-    run_check,
-    validate_checks,
-)
+from bench.scorer.checks import evaluator_schemas, evaluator_versions, run_check, validate_checks
+from bench.scorer.registry import EVALUATORS, ArgError, EvalContext, Score, arg_problem, evaluator
 from bench.scorer.results import CheckScore
 from bench.scorer.scoring import score_conversation
 from bench.scorer.signature import (

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from bench.catalog.model import load_catalog
 from bench.catalog.sim import start_sim
 from bench.cli import main
 from bench.core.errors import BenchError
 from bench.core.responses_request import responses_from_chat
 from bench.proxy.server import start_proxy
+from bench.scorer.checked_catalog import load_catalog
 from bench.scorer.pipeline import rescore
 from bench.scorer.report import aggregate
 from bench.scorer.report.compare import compare

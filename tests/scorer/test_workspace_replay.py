@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from bench.catalog.model import Catalog, load_catalog
+from bench.catalog.model import Catalog
 from bench.catalog.model import TestSpec as Spec
+from bench.scorer.checked_catalog import load_catalog
 from bench.scorer.context import EvalContext, Turn
 from bench.scorer.reference import reference_turns
 from bench.scorer.scoring import score_conversation

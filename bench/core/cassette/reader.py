@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from bench.core.cassette.framing import Unframer
 from bench.core.cassette.migrate import upgrade
 from bench.core.cassette.records import DamagedRecord, End, Exchange, Header, Part, from_map
 from bench.core.errors import CassetteError
-from bench.core.storage import is_url
+from bench.core.storage import Location, find_urls, is_url
 
 NO_END = "no end record (the recorder was killed or is still writing)"
 # Every record after the header is an exchange, a part of one, or the end record, told apart by their `kind`.
@@ -417,4 +417,15 @@ def find_cassettes(paths: list[Path] | list[str]) -> list[Path]:
             found.append(p)
         else:
             raise CassetteError(f"{p}: no such file or directory; pass a cassette file or a folder of them")
+    return found
+
+
+def find_locations(locations: Sequence[Location]) -> list[Location]:
+    """Every cassette under the given files, folders or URL prefixes, each sorted, so that runs are deterministic."""
+    found: list[Location] = []
+    for loc in locations:
+        if is_url(loc):
+            found.extend(find_urls(str(loc), SUFFIX))
+        else:
+            found.extend(find_cassettes([Path(loc)]))
     return found

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.core.cassette.records import Exchange
-from bench.core.parse import PARSER_VERSION, ParsedExchange, parse_exchange
+from bench.core.parse import PARSER_VERSION, parse_exchange
+from bench.core.parsed import ParsedExchange
 from tests.support.records import exchange
 
 USAGE = {

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.catalog.model import load_catalog
 from bench.core.responses_request import chat_from_responses, responses_from_chat
+from bench.scorer.checked_catalog import load_catalog
 
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "system", "content": "Be brief."},

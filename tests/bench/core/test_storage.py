@@ -11,10 +11,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from bench.catalog.model import load_catalog
 from bench.cli import main
-from bench.core import storage
+from bench.core import spool, storage
+from bench.core.cassette.reader import find_locations
 from bench.core.errors import BenchError
+from bench.scorer.checked_catalog import load_catalog
 from bench.scorer.pipeline import rescore
 from tests.support.s3 import BUCKET
 
@@ -143,7 +144,7 @@ def test_a_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_memory_urls_round_trip(tmp_path: Path) -> None:
     url = storage.upload(_local_copy(tmp_path, "m.cassette"), "memory://bench-test/runs")
-    assert storage.find(["memory://bench-test/runs"]) == [url]
+    assert find_locations(["memory://bench-test/runs"]) == [url]
     _, results = rescore([url], catalog=load_catalog(None))
     assert results and all(r.cassette == url for r in results)
 
@@ -157,7 +158,7 @@ def test_leftovers_in_the_spool_are_uploaded_checked_or_left(s3: Any, tmp_path: 
     s3.pipe_file(f"{BUCKET}/left/c-other.cassette", b"someone else's bytes")
     cut = tmp_path / "spool" / "d-cut.cassette"  # a crash mid-write: no end record
     cut.write_bytes(SHIPPED.read_bytes()[: SHIPPED.stat().st_size // 2])
-    lines = storage.upload_leftovers(tmp_path / "spool", prefix)
+    lines = spool.upload_leftovers(tmp_path / "spool", prefix)
     assert lines[0] == f"uploaded {prefix}a-closed.cassette left in the spool (size and sha256 verified)"
     assert "already uploaded whole" in lines[1] and "not overwritten" in lines[2] and str(cut) in lines[3]
     assert not closed.exists() and not done.exists() and other.exists() and cut.exists()
@@ -165,7 +166,7 @@ def test_leftovers_in_the_spool_are_uploaded_checked_or_left(s3: Any, tmp_path: 
     assert s3.cat_file(f"{prefix}a-closed.cassette") == SHIPPED.read_bytes()
     assert s3.cat_file(f"{prefix}c-other.cassette") == b"someone else's bytes"
     assert not s3.exists(f"{prefix}d-cut.cassette")
-    assert storage.upload_leftovers(tmp_path / "nothing", prefix) == []
+    assert spool.upload_leftovers(tmp_path / "nothing", prefix) == []
 
 
 def _small_cassette(path: Path, n: int, seed: int) -> None:

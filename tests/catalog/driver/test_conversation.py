@@ -32,7 +32,7 @@ from bench.catalog.driver.conversation import (
 )
 from bench.catalog.model import Limits, Workspace
 from bench.catalog.model import TestSpec as Spec
-from bench.core.parse import ParsedExchange, ToolCall
+from bench.core.parsed import ParsedExchange, ToolCall
 from bench.core.serving import listen
 
 TOOLS = ({"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}},)

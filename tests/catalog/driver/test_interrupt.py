@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from bench.catalog.model import load_catalog
 from bench.catalog.sim import start_sim
 from bench.core.cassette import CassetteReader, find_cassettes
+from bench.scorer.checked_catalog import load_catalog
 from bench.scorer.pipeline import rescore
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -18,9 +18,10 @@ from bench import __version__
 from bench.catalog.driver import progress
 from bench.catalog.driver.progress import PlainLines
 from bench.catalog.driver.record_run import record
-from bench.catalog.model import Catalog, load_catalog
+from bench.catalog.model import Catalog
 from bench.catalog.sim import start_sim
 from bench.core.cassette import CassetteReader, find_cassettes
+from bench.scorer.checked_catalog import load_catalog
 from tests.catalog.driver.test_record_run import cfg_for
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,10 +12,11 @@ import zstandard
 from bench.catalog.driver.config import RecordConfig
 from bench.catalog.driver.doctor import diagnose
 from bench.catalog.driver.record_run import record
-from bench.catalog.model import Catalog, load_catalog
+from bench.catalog.model import Catalog
 from bench.catalog.sim import start_sim
 from bench.core.cassette import CassetteReader
 from bench.core.errors import BenchError
+from bench.scorer.checked_catalog import load_catalog
 
 SECRET = "sk-bench-test-secret-0123456789"
 

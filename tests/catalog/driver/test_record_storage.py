@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bench.catalog.model import load_catalog
 from bench.catalog.sim import start_sim
 from bench.core.cassette import CassetteReader
+from bench.scorer.checked_catalog import load_catalog
 from tests.support.s3 import BUCKET
 
 pytest.importorskip("s3fs")

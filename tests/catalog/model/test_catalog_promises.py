@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.catalog import fixture_dir
-from bench.catalog.model import load_catalog
+from bench.scorer.checked_catalog import load_catalog
 from bench.workspace import ToolWorkspace
 from tests.catalog.model.test_loader import write_suite
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from bench.catalog import SUITES_DIR, fixture_dir
-from bench.catalog.model import Catalog, load_catalog
+from bench.catalog.model import Catalog
 from bench.core.errors import BenchError
+from bench.scorer.checked_catalog import load_catalog
 
 GOOD = """
 suite: demo

@@ -8,7 +8,7 @@ import pytest
 from bench.catalog.model import Catalog, Limits, RefCall, Reference, Workspace
 from bench.catalog.sim.behaviours import BEHAVIOURS, behaviour
 from bench.catalog.sim.reply import Reply, SimRequest
-from bench.core.parse import _TEXT_TOOL_CALL
+from bench.core.parsed import _TEXT_TOOL_CALL
 from tests.catalog.conftest import make_test
 
 
