@@ -19,10 +19,10 @@ from bench.core.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ER
 from bench.core.cassette.records import ReplayOf
 from bench.proxy.error_responses import JSON_TYPE, error_body
 from bench.proxy.identity import identity_headers
+from bench.proxy.parts import body_limit, hold_no_more, spill_safely
 from bench.proxy.recorder import Exchange
 from bench.proxy.recordings import Recorded, sent_done
 from bench.proxy.replay_body import BodyUnreadable, recorded_reads
-from bench.proxy.spill import body_limit, hold_no_more, spill_safely
 from bench.proxy.state import ProxyState
 from bench.proxy.watchdog import Watch
 
@@ -198,7 +198,7 @@ async def _pump(
     state: ProxyState,
 ) -> bool:
     """Forward the body read by read; True if it was read to its end and the client got all of it. A body past the
-    sink's spill size is written to the cassette in parts as it comes (bench.proxy.spill), between two reads."""
+    sink's spill size is written to the cassette in parts as it comes (bench.proxy.parts), between two reads."""
     content = upstream.content
     chunks = ex.chunks
     times = ex.times

@@ -21,7 +21,7 @@ from bench.core.decoding import decoded_record_reads
 from bench.core.sse import SSEParser
 
 if TYPE_CHECKING:
-    from bench.proxy.spill import Spill
+    from bench.proxy.parts import Spill
 from bench.proxy.identity import EDGE_BYTES, edge, edges_identity, payload_identity, reads_identity
 
 # A stream that has not produced a token after this many events is not worth parsing further (CPU bound).
@@ -206,7 +206,7 @@ class Exchange:
         self.replay_of: records.ReplayOf | None = None
         self.persisted = False  # its record is in the file already (ProxyState.persist)
         self.loop_lag_ns: int | None = None  # the proxy's longest event-loop stall while it was in flight
-        self.spill: Spill | None = None  # reads already written as part records (bench.proxy.spill)
+        self.spill: Spill | None = None  # reads already written as part records (bench.proxy.parts)
 
     def answered_by_proxy(self, status: int, headers: list[list[str]], body: bytes, outcome: str, why: str) -> None:
         """The proxy answered this request itself (a 502/504 for a failed upstream, a replay miss's 404): that
@@ -288,7 +288,7 @@ class Exchange:
         sp = self.spill
         prev = 0 if sp is None else sp.prev_us  # the parts' deltas came first
         times = self.times
-        if len(times) != len(self.chunks):  # a compressed body no longer held (bench.proxy.spill.hold_no_more)
+        if len(times) != len(self.chunks):  # a compressed body no longer held (bench.proxy.parts.hold_no_more)
             times = times[: len(self.chunks)]
         stamps = [(t - t0) // 1000 for t in times]
         deltas = list(map(operator.sub, stamps, [prev, *stamps]))

@@ -10,9 +10,9 @@ from time import monotonic_ns
 
 from bench.core.cassette import CassetteWriter
 from bench.proxy.lag import LoopLag
+from bench.proxy.parts import SPILL_BYTES
 from bench.proxy.persist import Counts, Persister
 from bench.proxy.recorder import Exchange
-from bench.proxy.spill import SPILL_BYTES
 
 log = logging.getLogger("bench.proxy")
 
@@ -24,7 +24,7 @@ class Sink:
         self.writer = writer
         self.records = Persister(writer, stats)
         self.loop_lag: LoopLag | None = None  # set once the proxy's loop is timed (None where it cannot be)
-        self.spill_bytes = SPILL_BYTES  # an exchange holding more body than this writes it in parts (bench.proxy.spill)
+        self.spill_bytes = SPILL_BYTES  # an exchange holding more body than this writes it in parts (bench.proxy.parts)
         # Exchanges with parts in this cassette that have not ended: their records must go here too, so a rotation
         # closes this cassette only once they have.
         self._open: set[Exchange] = set()

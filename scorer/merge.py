@@ -1,7 +1,7 @@
-"""`bench rescore` with memory bounded by the units in flight, not by the run: each unit's results and traffic
-lines are encoded as it finishes and spilled in sorted runs (bench.scorer.spill); at the end the runs are merged, the
-latest recording of each job kept, flips found by a merge join with the earlier scores file, and the summary counted,
-all in one streaming pass. The file is byte-identical to the one `pipeline.rescore` + `write_scores` would write
+"""`bench rescore` with memory bounded by the units in flight, not by the run: each unit's results and traffic lines are
+encoded as it finishes and spilled in sorted runs (bench.scorer.sorted_runs); at the end the runs are merged, the latest
+recording of each job kept, flips found by a merge join with the earlier scores file, and the summary counted, all in
+one streaming pass. The file is byte-identical to the one `pipeline.rescore` + `write_scores` would write
 (tests/scorer/test_merge.py compares a run spilled at every unit with an in-memory one).
 """
 
@@ -24,7 +24,7 @@ from bench.scorer.rescore_summary import Tally
 from bench.scorer.results import RESULT_DECODER, Meta, Result
 from bench.scorer.rules import Rule
 from bench.scorer.scores_io import dumps, scores_reader, write_lines
-from bench.scorer.spill import SPILL_BYTES, Spill, spill_dir
+from bench.scorer.sorted_runs import SPILL_BYTES, Spill, spill_dir
 from bench.scorer.traffic_lines import traffic_key
 
 COPY_BLOCK = 1 << 20

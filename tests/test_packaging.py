@@ -21,7 +21,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT_TEST = '''
+PROJECT_TEST = """
 import proxy
 import catalog
 import pytest
@@ -36,7 +36,7 @@ def test_the_project_s_own_packages_are_its_own():
 def test_an_answer():
     reply = OpenAI().chat.completions.create(model="oracle", messages=[{"role": "user", "content": "Say hi."}])
     assert reply.choices[0].message.content
-'''
+"""
 
 
 def _source_copy(dest: Path) -> Path:
@@ -92,8 +92,8 @@ def _free_port() -> int:
 
 
 def _dependencies_only(venv_site: Path) -> Path:
-    """A folder of this environment's installed packages minus bench itself, so that the fresh virtualenv gets
-    bench only from the wheel (a path listed in a .pth file: its own .pth files, the editable install's, stay unread)."""
+    """A folder of this environment's installed packages minus bench itself, so that the fresh virtualenv gets bench
+    only from the wheel (a path listed in a .pth file: its own .pth files, the editable install's, stay unread)."""
     here = Path(sysconfig.get_paths()["purelib"])
     deps = venv_site.parent / "deps"
     deps.mkdir()

@@ -180,7 +180,7 @@ def _request_model(record: Exchange) -> str | None:
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
-    from bench.core.cassette.upgrade import upgrade_file
+    from bench.core.cassette.rewrite import upgrade_file
 
     files = find_cassettes(args.paths)
     if not files:

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 
 from bench.core.cassette import read_cassette
-from bench.proxy import spill, start_proxy
+from bench.proxy import parts, start_proxy
 from tests.support.serve import serve_on_loopback
 
 HOLD = 256 << 10
@@ -23,7 +23,7 @@ HOLD = 256 << 10
 async def test_a_compressed_answer_past_the_hold_is_forwarded_whole_and_recorded_up_to_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(spill, "COMPRESSED_HOLD", HOLD)
+    monkeypatch.setattr(parts, "COMPRESSED_HOLD", HOLD)
     body = gzip.compress(os.urandom(2 << 20), compresslevel=1)  # incompressible: 2 MiB on the wire
 
     async def chat(request: web.Request) -> web.StreamResponse:

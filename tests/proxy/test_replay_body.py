@@ -14,7 +14,7 @@ from aiohttp import web
 
 from bench.core.cassette import CassetteReader
 from bench.proxy import start_proxy
-from tests.proxy.test_spill import kinds, serve, sse_events
+from tests.proxy.test_parts import kinds, serve, sse_events
 
 SPILL = 64 << 10
 

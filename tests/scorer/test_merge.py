@@ -12,7 +12,7 @@ from bench.catalog.model import Catalog, Check
 from bench.core.cassette import CassetteWriter
 from bench.core.cassette.records import Settings
 from bench.core.errors import BenchError
-from bench.scorer import spill
+from bench.scorer import sorted_runs
 from bench.scorer.flips import find_flips, in_join_order
 from bench.scorer.merge import rescore_to_file
 from bench.scorer.pipeline import rescore
@@ -71,10 +71,10 @@ def test_spilled_at_every_unit_is_byte_identical_to_in_memory(
 ) -> None:
     expected = in_memory(runs, tmp_path / "memory" / "scores.jsonl", CATALOG)
     written = []
-    real = spill._write_run
-    monkeypatch.setattr(spill, "_write_run", lambda path, entries: written.append(path) or real(path, entries))
+    real = sorted_runs._write_run
+    monkeypatch.setattr(sorted_runs, "_write_run", lambda path, entries: written.append(path) or real(path, entries))
     # One result per run file: every merge path (many runs, FAN_IN merges of runs) is taken.
-    monkeypatch.setattr(spill, "FAN_IN", 4)
+    monkeypatch.setattr(sorted_runs, "FAN_IN", 4)
     for jobs in (1, 2):
         out = tmp_path / f"spilled{jobs}" / "scores.jsonl"
         result = rescore_to_file([runs], out, catalog=CATALOG, jobs=jobs, spill_bytes=1)

@@ -23,8 +23,8 @@ from pathlib import Path
 import zstandard
 
 from bench.core.cassette import frames
+from bench.core.cassette.envelope import record_ends
 from bench.core.cassette.format import SEGMENT_BYTES
-from bench.core.cassette.framing import record_ends
 from bench.core.cassette.records import Header, encode
 from bench.core.close_level import close_level_setting
 from bench.core.errors import BenchError

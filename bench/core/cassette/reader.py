@@ -21,8 +21,8 @@ import msgpack
 import msgspec
 
 from bench.core.cassette import columns, frames
+from bench.core.cassette.envelope import Unframer
 from bench.core.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, PART, SUFFIX, ZSTD_MAGIC
-from bench.core.cassette.framing import Unframer
 from bench.core.cassette.migrate import upgrade
 from bench.core.cassette.records import DamagedRecord, End, Exchange, Header, Part, from_map
 from bench.core.errors import CassetteError

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from bench.core.cassette import columns, frames
-from bench.core.cassette.framing import Unframer
+from bench.core.cassette.envelope import Unframer
 from bench.core.cassette.reader import (
     PAYLOAD_ERRORS,
     CassetteReader,

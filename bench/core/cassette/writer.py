@@ -31,8 +31,8 @@ import zstandard
 
 from bench import __version__
 from bench.core.cassette import columns, compact
+from bench.core.cassette.envelope import prefix
 from bench.core.cassette.format import SEGMENT_BYTES, SUFFIX
-from bench.core.cassette.framing import prefix
 from bench.core.cassette.records import (
     End,
     Exchange,

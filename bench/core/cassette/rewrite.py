@@ -13,8 +13,8 @@ from pathlib import Path
 import msgspec
 
 from bench.core.cassette import columns, compact
+from bench.core.cassette.envelope import frame_record
 from bench.core.cassette.format import FORMAT_VERSION
-from bench.core.cassette.framing import frame_record
 from bench.core.cassette.reader import CassetteReader
 from bench.core.cassette.records import encode, encode_exchange
 from bench.core.errors import BenchError

@@ -1,4 +1,4 @@
-"""Large answers written to the cassette in parts while they stream (bench.proxy.spill): read back whole, byte for byte,
+"""Large answers written to the cassette in parts while they stream (bench.proxy.parts): read back whole, byte for byte,
 by every reader; secrets scrubbed across part boundaries; damage and kill -9 mid-answer reported in one line."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from bench.cli import main
 from bench.core.cassette import CassetteReader, columns, frames, read_cassette
-from bench.core.cassette.framing import Unframer
+from bench.core.cassette.envelope import Unframer
 from bench.core.cassette.redact import BodyScrubber, scrub_reads, secret_forms
 from bench.core.cassette.seek import SeekIndex
 from bench.proxy import start_proxy
