@@ -19,7 +19,7 @@ from bench.core.errors import BenchError, CassetteError
 
 # What to install for each backend's fsspec implementation (s3 is bench's extra; the others are plain packages).
 INSTALL = {
-    "s3": ("s3fs", "pip install 'bench[s3]'"),
+    "s3": ("s3fs", "pip install 'llm-gateway-bench[s3]'"),
     "gs": ("gcsfs", "pip install gcsfs"),
     "gcs": ("gcsfs", "pip install gcsfs"),
     "az": ("adlfs", "pip install adlfs"),
