@@ -202,7 +202,7 @@ def test_a_unit_that_fails_twice_is_named_and_nothing_is_dropped_silently(
 
 def test_a_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch, runs: Path) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)
-    with pytest.raises(BenchError, match=r"pip install 'bench\[dask\]'"):
+    with pytest.raises(BenchError, match=r"pip install 'llm-gateway-bench\[dask\]'"):
         rescore([runs], dask="local:1")
 
 

@@ -138,7 +138,7 @@ def test_a_missing_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "s3fs", None)
     # As on an install without s3fs: fsspec has not loaded its class yet.
     monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, "s3", raising=False)
-    with pytest.raises(BenchError, match=r"needs the s3fs package: pip install 'bench\[s3\]'"):
+    with pytest.raises(BenchError, match=r"needs the s3fs package: pip install 'llm-gateway-bench\[s3\]'"):
         storage.filesystem("s3://bucket/x")
 
 
