@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from bench.catalog.model import TestSpec
-
-if TYPE_CHECKING:
-    from bench.scorer.workspace_replay import ReplayedWorkspace
+from bench.workspace import ToolResult, ToolWorkspace
 
 
 @dataclass(frozen=True)
@@ -56,13 +55,40 @@ class Turn:
     timing: dict[str, Any] = field(default_factory=dict)
 
 
+# Calls that change files: a failure of the last one means the model's edit never landed.
+EDIT_TOOLS = frozenset({"apply_patch", "edit_file"})
+
+
+@dataclass
+class ReplayedWorkspace:
+    """The fixture's final state: a fresh copy with every recorded tool call re-applied, and each call's result."""
+
+    ws: ToolWorkspace
+    fixture: Path
+    results: list[tuple[Call, ToolResult]] = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        return self.ws.path
+
+    @property
+    def patch_failed(self) -> bool:
+        """The last edit the model tried failed (earlier failures it recovered from do not count)."""
+        edits = [r for c, r in self.results if c.name in EDIT_TOOLS]
+        return bool(edits) and not edits[-1].ok
+
+    def close(self) -> None:
+        self.ws.close()
+
+
 @dataclass
 class EvalContext:
     """One conversation's final attempts, the test, and the workspace rebuilt on first use."""
 
     test: TestSpec
     turns: list[Turn]
-    _workspace_factory: Callable[[], ReplayedWorkspace] | None = None
+    # Rebuilds the workspace (bench.scorer.workspace_replay.evaluation_context gives one to a test that has one).
+    workspace_factory: Callable[[], ReplayedWorkspace] | None = None
     _workspace: ReplayedWorkspace | None = None
 
     @property
@@ -94,10 +120,9 @@ class EvalContext:
     def workspace(self) -> ReplayedWorkspace:
         """The fixture's final state, rebuilt by re-applying every turn's tool calls (built once, on first use)."""
         if self._workspace is None:
-            from bench.scorer.workspace_replay import replay_workspace
-
-            factory = self._workspace_factory or (lambda: replay_workspace(self.test, self.turns))
-            self._workspace = factory()
+            if self.workspace_factory is None:
+                raise ValueError(f"test {self.test.id} has no workspace")
+            self._workspace = self.workspace_factory()
         return self._workspace
 
     def close(self) -> None:

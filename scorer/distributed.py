@@ -39,7 +39,9 @@ def import_distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        raise BenchError("--dask needs the dask extra (the `distributed` package): pip install 'llm-gateway-bench[dask]'") from None
+        raise BenchError(
+            "--dask needs the dask extra (the `distributed` package): pip install 'llm-gateway-bench[dask]'"
+        ) from None
     return distributed
 
 

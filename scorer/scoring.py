@@ -12,10 +12,11 @@ from typing import Any
 from bench.catalog.model import TestSpec
 from bench.core.parsed import ParsedExchange
 from bench.scorer.checks import get_evaluator, run_check
-from bench.scorer.context import Call, EvalContext, Turn
+from bench.scorer.context import Call, Turn
 from bench.scorer.failures import classify, transport_failure
 from bench.scorer.registry import Score
 from bench.scorer.results import CheckScore, ExchangeScore, Result, Verdict
+from bench.scorer.workspace_replay import evaluation_context
 
 SETTINGS_KEYS = ("temperature", "seed", "max_tokens", "stream")
 
@@ -145,7 +146,7 @@ def score_conversation(test: TestSpec, exchanges: Sequence[Turn]) -> Verdict:
                 failure_type=failure,
                 checks=[check_entry(test, i, None) for i in range(len(test.checks))],
             )
-    ctx = EvalContext(test, turns)
+    ctx = evaluation_context(test, turns)
     try:
         scores = [run_check(ctx, i, check) for i, check in enumerate(test.checks)]
         checks = [check_entry(test, i, s) for i, s in enumerate(scores)]

@@ -4,36 +4,11 @@ tool calls (final attempts only, in turn and call order) re-applied with bench.w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from bench.catalog import fixture_dir
 from bench.catalog.model import TestSpec
-from bench.scorer.context import Call, Turn
-from bench.workspace import ToolResult, ToolWorkspace
-
-# Calls that change files: a failure of the last one means the model's edit never landed.
-EDIT_TOOLS = frozenset({"apply_patch", "edit_file"})
-
-
-@dataclass
-class ReplayedWorkspace:
-    ws: ToolWorkspace
-    fixture: Path
-    results: list[tuple[Call, ToolResult]] = field(default_factory=list)
-
-    @property
-    def path(self) -> Path:
-        return self.ws.path
-
-    @property
-    def patch_failed(self) -> bool:
-        """The last edit the model tried failed (earlier failures it recovered from do not count)."""
-        edits = [r for c, r in self.results if c.name in EDIT_TOOLS]
-        return bool(edits) and not edits[-1].ok
-
-    def close(self) -> None:
-        self.ws.close()
+from bench.scorer.context import EvalContext, ReplayedWorkspace, Turn
+from bench.workspace import ToolWorkspace
 
 
 def replay_workspace(test: TestSpec, turns: Sequence[Turn]) -> ReplayedWorkspace:
@@ -47,3 +22,9 @@ def replay_workspace(test: TestSpec, turns: Sequence[Turn]) -> ReplayedWorkspace
         for call in turn.calls:
             replayed.results.append((call, ws.call(call.name, call.arguments)))
     return replayed
+
+
+def evaluation_context(test: TestSpec, turns: list[Turn]) -> EvalContext:
+    """What a test's evaluators see: the turns, and the workspace replayed on first use when the test has one."""
+    factory = (lambda: replay_workspace(test, turns)) if test.workspace is not None else None
+    return EvalContext(test, turns, workspace_factory=factory)

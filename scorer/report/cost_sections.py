@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bench.scorer.report.cells import Section
 from bench.scorer.report.cost import Cost, CostDelta, CostRow
-from bench.scorer.report.sections import Section
 
 MAX_TEST_ROWS = 50
 

@@ -19,7 +19,7 @@ import orjson
 if TYPE_CHECKING:
     # Imported for types only: `bench --help` builds the --format choices from this registry and stays fast.
     from bench.scorer.report.aggregate import Report
-    from bench.scorer.report.sections import Section
+    from bench.scorer.report.cells import Section
 
 
 @dataclass(frozen=True)

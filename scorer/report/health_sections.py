@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bench.scorer.report.cells import Section, pct
 from bench.scorer.report.health import Health, TestHealth
-from bench.scorer.report.sections import Section, pct
 
 MAX_ROWS = 40
 

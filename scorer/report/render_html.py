@@ -6,8 +6,9 @@ from html import escape
 
 from bench.scorer.report import svg
 from bench.scorer.report.aggregate import Report
+from bench.scorer.report.cells import Section
 from bench.scorer.report.latency import CDF
-from bench.scorer.report.sections import Section, sections
+from bench.scorer.report.sections import sections
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#111;background:#fff}

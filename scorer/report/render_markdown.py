@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.scorer.report.sections import Section
+from bench.scorer.report.cells import Section
 
 
 def cell(text: str) -> str:

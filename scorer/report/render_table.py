@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from bench.scorer.report.sections import Section
+from bench.scorer.report.cells import Section
 
 
 def table(section: Section) -> Table:

@@ -2,40 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from bench.scorer.report.aggregate import Report
-from bench.scorer.report.latency import LOOP_LAG_WARN_MS, Dist
+from bench.scorer.report.cells import Section, interval, ms, pct, triple
+from bench.scorer.report.cost_sections import cost_sections
+from bench.scorer.report.latency import LOOP_LAG_WARN_MS
+from bench.scorer.report.traffic_sections import traffic_sections
 
 # Flaky lists can run to thousands on a big catalog; the JSON output keeps them all.
 MAX_FLAKY_ROWS = 30
-
-
-@dataclass
-class Section:
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    notes: list[str] = field(default_factory=list)
-    numeric: set[int] = field(default_factory=set)  # columns aligned right
-
-
-def pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
-def interval(low: float, high: float) -> str:
-    return f"[{100 * low:.1f}, {100 * high:.1f}]"
-
-
-def ms(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.0f}" if value >= 100 else f"{value:.2f}" if value < 10 else f"{value:.1f}"
-
-
-def triple(dist: Dist) -> str:
-    return "–" if not dist.count else f"{ms(dist.p50)} / {ms(dist.p90)} / {ms(dist.p99)}"
 
 
 def summary(report: Report) -> Section:
@@ -198,8 +172,6 @@ def sections(report: Report) -> list[Section]:
         reliability_section(report),
         settings_section(report),
     ]
-    from bench.scorer.report.cost_sections import cost_sections  # both build on this module's helpers
-    from bench.scorer.report.traffic_sections import traffic_sections
 
     all_sections.extend(cost_sections(report.cost))
     all_sections.extend(traffic_sections(report.traffic))

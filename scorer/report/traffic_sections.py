@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.scorer.report.sections import Section, pct, triple
+from bench.scorer.report.cells import Section, pct, triple
 from bench.scorer.report.traffic import Traffic
 
 

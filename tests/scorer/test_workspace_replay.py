@@ -9,10 +9,10 @@ import pytest
 from bench.catalog.model import Catalog
 from bench.catalog.model import TestSpec as Spec
 from bench.scorer.checked_catalog import load_catalog
-from bench.scorer.context import EvalContext, Turn
+from bench.scorer.context import Turn
 from bench.scorer.reference import reference_turns
 from bench.scorer.scoring import score_conversation
-from bench.scorer.workspace_replay import replay_workspace
+from bench.scorer.workspace_replay import evaluation_context, replay_workspace
 from tests.scorer.helpers import call, score, turn
 
 OLD = "return sum(values) / (len(values) - 1)"
@@ -55,7 +55,7 @@ def test_edit_applied_in_order(fix_mean: Spec) -> None:
 
 def test_workspace_checks_on_the_final_state(fix_mean: Spec) -> None:
     turns = [turn("", [call("edit_file", edit(OLD, NEW))], n=0), turn("done", n=1)]
-    c = EvalContext(fix_mean, turns)
+    c = evaluation_context(fix_mean, turns)
     try:
         assert score("file_contains", c, path="minilib/stats.py", value=NEW).score == 1.0
         assert score("file_contains", c, path="./minilib//stats.py", regex=r"/ len\(values\)$").score == 1.0
