@@ -4,7 +4,7 @@ moto's S3 server on 127.0.0.1 answers in about a millisecond, which hides what t
 object. Here the client reaches moto through a relay that holds every piece of a request for `--rtt-ms` before
 passing it on (a stand-in for the network's round trip: the delay is the point of the measure). `--copies` copies of
 the shipped recording are read record by record (no scoring) the way an in-process rescore reads them, with
-`pipeline.PREFETCH` ahead and with none, and straight from local disk, in interleaved rounds; medians.
+`units.PREFETCH` ahead and with none, and straight from local disk, in interleaved rounds; medians.
 
     .venv/bin/python benchmarks/prefetch_speed.py [--copies 12] [--rtt-ms 30] [--rounds 3]
 """
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.core.cassette.reader import find_locations  # noqa: E402
-from bench.scorer import pipeline  # noqa: E402
+from bench.scorer import units  # noqa: E402
 from benchmarks.scale import read_all, time_rounds, without_prefetch  # noqa: E402
 from tests.support.s3 import start_moto  # noqa: E402
 
@@ -93,7 +93,7 @@ def main() -> None:
     local = sorted(folder.glob("*.cassette"))
     configs = {
         "local disk": lambda: read_all(list(local)),
-        f"s3://, prefetch {pipeline.PREFETCH} ahead": lambda: read_all(urls),
+        f"s3://, prefetch {units.PREFETCH} ahead": lambda: read_all(urls),
         "s3://, one at a time": without_prefetch(lambda: read_all(urls)),
     }
     try:

@@ -1,7 +1,7 @@
 """Exchanges scored per second by `bench rescore` for typical ~300-token streams with text and tool evaluators.
 
 Builds a synthetic cassette of N exchanges (SSE chunks of ~237 B, as a real small model streams them; half plain
-answers, half tool calls), then times bench.scorer.pipeline.rescore with one job and with all cores, side by side in
+answers, half tool calls), then times bench.scorer.rescore.rescore with one job and with all cores, side by side in
 one run, best of `--rounds`. Also times bench.core.parse alone over the same records to show where the time goes.
 
 Then untagged traffic, as agents and other clients send it: the same answers without X-Bench-* tags, once as Chat
@@ -35,8 +35,9 @@ from bench.catalog.model import Catalog, Check, TestSpec  # noqa: E402
 from bench.core.cassette import CassetteReader, CassetteWriter  # noqa: E402
 from bench.core.cassette.records import RunMeta  # noqa: E402
 from bench.core.parse import parse_exchange  # noqa: E402
-from bench.scorer.pipeline import rescore  # noqa: E402
+from bench.scorer.rescore import Request, rescore  # noqa: E402
 from bench.scorer.synth import exchange_record  # noqa: E402
+from tests.support.rescored import rescored  # noqa: E402
 
 TOKENS = 300
 TOOL = {
@@ -226,7 +227,7 @@ def traffic_speed(tmp: Path, n: int, rounds: int, catalog: Catalog) -> dict[str,
         for api, path in paths.items():
             lines: list[dict[str, Any]] = []
             t = time.process_time()
-            _, results = rescore([path], catalog=catalog, jobs=1, traffic=lines)
+            _, results = rescored([path], catalog=catalog, jobs=1, traffic=lines)
             best[api] = min(best[api], time.process_time() - t)
             assert not results and len(lines) == n and not any(x["failed"] for x in lines), api
             assert all(x["endpoint"] == ("responses" if api == "responses" else "chat.completions") for x in lines)
@@ -288,6 +289,12 @@ def build(path: Path, n: int) -> tuple[float, int]:
     return sum(sizes) / len(sizes), sum(sizes)
 
 
+def rescore_to_temp(path: Path | str, catalog: Catalog, jobs: int) -> None:
+    """`bench rescore` of one cassette into a scores file that is then thrown away."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rescore(Request([Path(path)], catalog=catalog, jobs=jobs), Path(tmp) / "scores.jsonl")
+
+
 def parse_all(path: Path) -> None:
     """bench.core.parse over every record, results dropped at once and GC off, as the pipeline runs it."""
     gc.disable()
@@ -313,7 +320,7 @@ def peak_rss_mib(path: Path) -> float:
     Read from VmHWM, which a new program starts afresh: ru_maxrss would carry over this (large) parent's peak."""
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); from benchmarks.rescore_speed import bench_catalog; "
-        "from bench.scorer.pipeline import rescore; rescore([sys.argv[2]], catalog=bench_catalog(), jobs=1); "
+        "from benchmarks.rescore_speed import rescore_to_temp; rescore_to_temp(sys.argv[2], bench_catalog(), 1); "
         "print(next(line for line in open('/proc/self/status') if line.startswith('VmHWM')))"
     )
     out = subprocess.run([sys.executable, "-c", code, str(ROOT), str(path)], capture_output=True, check=True, text=True)
@@ -338,12 +345,12 @@ def main() -> None:
         )
         read = timed(lambda: sum(1 for _ in CassetteReader(path)), args.rounds)
         parse = timed(lambda: parse_all(path), args.rounds)
-        one = timed(lambda: rescore([path], catalog=catalog, jobs=1), args.rounds)
-        many = timed(lambda: rescore([path], catalog=catalog, jobs=cores), args.rounds)
+        one = timed(lambda: rescore_to_temp(path, catalog, 1), args.rounds)
+        many = timed(lambda: rescore_to_temp(path, catalog, cores), args.rounds)
         # CPU time of this process only: less sensitive to other load on a shared machine than the wall clock.
         parse_cpu = timed(lambda: parse_all(path), args.rounds, time.process_time)
-        one_cpu = timed(lambda: rescore([path], catalog=catalog, jobs=1), args.rounds, time.process_time)
-        _, results = rescore([path], catalog=catalog, jobs=1)
+        one_cpu = timed(lambda: rescore_to_temp(path, catalog, 1), args.rounds, time.process_time)
+        _, results = rescored([path], catalog=catalog, jobs=1)
         assert len(results) == n and all(r.passed for r in results), "benchmark inputs must all pass"
         untagged = traffic_speed(Path(tmp), n, args.rounds, catalog)
         if args.memory:

@@ -1,7 +1,7 @@
 """Rescore throughput beyond the process pool: Dask LocalClusters and cassettes on S3, side by side in one run.
 
 Builds a folder of `--copies` copies of the shipped SmolLM2 recording (180 real exchanges each, scored with the
-built-in catalog), then, in interleaved rounds, times `bench.scorer.pipeline.rescore` over it: in-process (1 job), the
+built-in catalog), then, in interleaved rounds, times `bench.scorer.rescore.rescore` over it: in-process (1 job), the
 process pool (2 jobs), a LocalCluster of 1 and of 2 worker processes (started once, before the rounds: what is
 timed is a run on a warm cluster), and in-process again from `s3://` on moto's S3 server on 127.0.0.1. Prints the
 median exchanges/s of each, the scaling efficiency of 2 workers over 1, S3 over local disk, and the upload time
@@ -31,9 +31,11 @@ from bench.core import storage  # noqa: E402
 from bench.core.cassette import CassetteReader  # noqa: E402
 from bench.core.cassette.reader import find_locations  # noqa: E402
 from bench.scorer import distributed as dist  # noqa: E402
-from bench.scorer import pipeline  # noqa: E402
+from bench.scorer import units  # noqa: E402
 from bench.scorer.checked_catalog import load_catalog  # noqa: E402
-from bench.scorer.pipeline import Options, plan_units, rescore  # noqa: E402
+from bench.scorer.unit_scoring import Options  # noqa: E402
+from bench.scorer.units import plan_units  # noqa: E402
+from tests.support.rescored import rescored as rescore  # noqa: E402
 from tests.support.s3 import start_moto  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
@@ -42,11 +44,11 @@ EXCHANGES_EACH = 180
 
 def without_prefetch(fn: Callable[[], object]) -> Callable[[], object]:
     def run() -> object:
-        depth, pipeline.PREFETCH = pipeline.PREFETCH, 0
+        depth, units.PREFETCH = units.PREFETCH, 0
         try:
             return fn()
         finally:
-            pipeline.PREFETCH = depth
+            units.PREFETCH = depth
 
     return run
 
@@ -66,10 +68,10 @@ def read_all(paths: list[storage.Location]) -> int:
     """Every record of these cassettes, in order, with the prefetch an in-process rescore uses."""
     n = 0
     urls = [str(p) for p in paths if storage.is_url(p)]
-    with storage.prefetching(pipeline.PREFETCH if urls else 0) as ahead:
+    with storage.prefetching(units.PREFETCH if urls else 0) as ahead:
         for i, path in enumerate(paths):
             if ahead is not None:
-                ahead.want(urls[i : i + 1 + pipeline.PREFETCH])
+                ahead.want(urls[i : i + 1 + units.PREFETCH])
             n += sum(1 for _ in CassetteReader(path))
     return n
 
@@ -117,8 +119,8 @@ def main() -> None:
 
         def run() -> object:
             files = sorted(folder.glob("*.cassette"))
-            units = dist.resolve_local(plan_units(files, dist.workers_of(client)))
-            return dist.run_units(client, units, catalog, Options(base=folder.resolve()))
+            planned = dist.resolve_local(plan_units(files, dist.workers_of(client)))
+            return dist.run_units(client, planned, catalog, Options(base=folder.resolve()))
 
         return run
 
@@ -152,7 +154,7 @@ def main() -> None:
     print(f"  scaling efficiency, 2 workers over 1: {eff:.0%}")
     print(f"  s3:// over local disk (1 job): {rate['s3:// (moto), 1 job'] / rate['in-process, 1 job']:.2f}x")
     print(
-        f"  prefetch ({pipeline.PREFETCH} ahead) over none, s3:// rescore: "
+        f"  prefetch ({units.PREFETCH} ahead) over none, s3:// rescore: "
         f"{rate['s3:// (moto), 1 job'] / rate['s3://, 1 job, no prefetch']:.2f}x; read only: "
         f"{rate['read only, s3://'] / rate['read only, s3://, no prefetch']:.2f}x "
         f"(s3:// over local disk, read only: {rate['read only, s3://'] / rate['read only, local disk']:.2f}x, "

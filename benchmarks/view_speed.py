@@ -28,11 +28,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.scorer.pipeline import rescore  # noqa: E402
 from bench.scorer.results import Result  # noqa: E402
 from bench.scorer.scores_io import read_scores, write_scores  # noqa: E402
 from benchmarks.rescore_speed import bench_catalog, build  # noqa: E402
 from tests.bench.view.browser import chromium  # noqa: E402
+from tests.support.rescored import rescored  # noqa: E402
 
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
 
@@ -97,7 +97,7 @@ def main() -> None:
         else:
             t = time.perf_counter()
             build(synth / "synth.cassette", args.exchanges)
-            meta, results = rescore([synth / "synth.cassette"], catalog=bench_catalog(), jobs=1)
+            meta, results = rescored([synth / "synth.cassette"], catalog=bench_catalog(), jobs=1)
             results = list(results)
             write_scores(synth / "scores.jsonl", meta, results)
             del meta

@@ -13,16 +13,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bench.catalog.model import Catalog
 from bench.core.errors import BenchError
+from bench.scorer.unit_scoring import Options, Unit, UnitOutput, score_unit
 
-if TYPE_CHECKING:
-    from bench.scorer.pipeline import Options, UnitOutput
-
-Unit = tuple[Any, int, int]  # (cassette path or URL, shard, shards), as bench.scorer.pipeline.plan_units makes them
-UnitFn = Callable[[Unit, Catalog, "Options"], "UnitOutput"]
+UnitFn = Callable[[Unit, Catalog, Options], UnitOutput]
 
 LOCAL = "local"
 # A worker lost twice while running the same unit means the unit kills workers (memory, a crash): fail it then, with
@@ -117,15 +114,8 @@ def unit_name(unit: Unit) -> str:
 
 
 def score_remote(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
-    """Runs on a worker: the same function the process pool runs, with the globals it reads set for the call."""
-    from bench.scorer import pipeline
-
-    saved = pipeline._catalog, pipeline._options
-    pipeline._catalog, pipeline._options = catalog, options
-    try:
-        return pipeline.score_unit(unit)
-    finally:
-        pipeline._catalog, pipeline._options = saved
+    """Runs on a worker: the same function the process pool runs."""
+    return score_unit(unit, catalog, options)
 
 
 def run_units(
@@ -201,4 +191,4 @@ def _one_line(exc: BaseException | None) -> str:
 
 def resolve_local(units: Sequence[Unit]) -> list[Unit]:
     """Local paths made absolute: a worker's working directory need not be the coordinator's."""
-    return [(p.resolve() if isinstance(p, Path) else p, s, n) for p, s, n in units]
+    return [Unit(p.resolve() if isinstance(p, Path) else p, s, n) for p, s, n in units]

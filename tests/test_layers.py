@@ -21,7 +21,7 @@ def test_every_import_linter_contract_is_kept() -> None:
 
 def test_the_scoring_side_starts_without_aiohttp() -> None:
     # import-linter reads imports as text; this runs them (a lazy import added at run time would show here).
-    modules = "bench.cli.rescore_command, bench.cli.report_command, bench.scorer.pipeline, bench.scorer.evaluators"
+    modules = "bench.cli.rescore_command, bench.cli.report_command, bench.scorer.rescore, bench.scorer.evaluators"
     code = f"import sys, {modules}; sys.exit('aiohttp' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr or "the scoring side imported aiohttp"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -82,21 +81,12 @@ def _score(cassette: Path | None) -> Path | None:
     """Rescore and show the report if the scorer is there; the demo still records without it."""
     if cassette is None:
         return None
-    try:
-        from bench.scorer.pipeline import rescore
-        from bench.scorer.scores_io import write_scores
-    except ImportError:
-        print("(the scorer is not installed: skipping scores and report)", file=sys.stderr)
-        return None
+    from bench.cli.report_command import run_report
     from bench.scorer.checked_catalog import load_catalog
+    from bench.scorer.rescore import Request, rescore
 
     out = cassette.with_suffix(".scores.jsonl")
-    meta, results = rescore([cassette], catalog=load_catalog(None), base=cassette.parent)
-    write_scores(out, meta, results)
-    try:
-        from bench.cli.report_command import run_report
-    except ImportError:
-        return out
+    rescore(Request([cassette], catalog=load_catalog(None)), out)
     print()
     run_report(argparse.Namespace(path=out, format="table", out=None, jobs=1))
     return out

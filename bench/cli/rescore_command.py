@@ -49,8 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bench.core.errors import BenchError
     from bench.scorer.checked_catalog import load_catalog
-    from bench.scorer.merge import rescore_to_file
-    from bench.scorer.pipeline import default_base
+    from bench.scorer.rescore import Request, default_base, rescore
     from bench.scorer.rescore_summary import print_summary
 
     if args.jobs < 1:
@@ -64,9 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None and is_url(args.paths[0]):
         raise BenchError(f"{args.paths[0]}: cassettes on object storage: give --out FILE for the scores file")
     out: Path = args.out or default_base(args.paths) / "scores.jsonl"
-    written = rescore_to_file(
+    request = Request(
         list(args.paths),
-        out,
         catalog=catalog,
         jobs=args.jobs,
         max_tokens=args.max_tokens,
@@ -75,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         models=args.model,
         rules=rules,
         dask=args.dask,
-        previous=out if out.exists() else None,
     )
+    written = rescore(request, out, previous=out if out.exists() else None)
     print_summary(Console(), written.meta, written.tally, written.flips, str(out), traffic=written.traffic)
     return 0

@@ -1,4 +1,4 @@
-"""Find and read the scores behind a report: a scores file, or a folder (its scores.jsonl, else rescored in memory)."""
+"""Find and read the scores behind a report: a scores file, or a folder (its scores file, else its cassettes)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Scores:
 
 
 def scores_file(path: Location) -> Path | None:
-    """The scores file `load(path)` reads, or None when it rescores cassettes in memory (a cassette, a folder of
+    """The scores file `load(path)` reads, or None when it rescores cassettes (a cassette, a folder of
     them without scores.jsonl, an object-storage URL). For readers that stream the file themselves."""
     if is_url(path):
         return None
@@ -44,15 +44,14 @@ def scores_file(path: Location) -> Path | None:
 
 
 def load(path: Location, *, jobs: int = 1) -> Scores:
-    """Read PATH: a scores file, a folder holding scores.jsonl, a folder of cassettes to rescore in memory, or
-    cassettes on object storage (a URL to one or to a prefix, docs/scale.md), also rescored in memory; a scores
+    """Read PATH: a scores file, a folder holding scores.jsonl, a folder of cassettes to rescore, or
+    cassettes on object storage (a URL to one or to a prefix, docs/scale.md), also rescored; a scores
     file on object storage (its URL, or the prefix holding scores.jsonl) is fetched and read as a local one."""
     if is_url(path):
         return _from_url(str(path), jobs)
     found = scores_file(path)
     if found is not None:
         return _from_file(found)
-    traffic: list[dict[str, Any]] = []
     path = Path(path)
     if path.is_dir():
         cassettes = sorted(path.rglob("*.cassette"))
@@ -60,10 +59,8 @@ def load(path: Location, *, jobs: int = 1) -> Scores:
             raise BenchError(
                 f"{path}: no {SCORES_NAME} and no *.cassette files in it; record a run or run bench rescore"
             )
-        meta, results = _rescore(cassettes, jobs, traffic)
-        return Scores(f"{path} (rescored in memory)", path, meta, results, traffic)
-    meta, results = _rescore([path], jobs, traffic)  # a cassette
-    return Scores(f"{path} (rescored in memory)", path.parent, meta, results, traffic)
+        return _rescored(cassettes, jobs, f"{path} (rescored)", path)
+    return _rescored([path], jobs, f"{path} (rescored)", path.parent)  # a cassette
 
 
 def _from_url(url: str, jobs: int) -> Scores:
@@ -73,10 +70,8 @@ def _from_url(url: str, jobs: int) -> Scores:
             scores = _from_file(local)
             scores.source, scores.base, scores.remote_base = scores_url, Path.cwd(), scores_url.rsplit("/", 1)[0]
             return scores
-    traffic: list[dict[str, Any]] = []
-    meta, results = _rescore([url], jobs, traffic)
     # Results name these cassettes by their URLs; the base only resolves relative names.
-    return Scores(f"{url} (rescored in memory)", Path.cwd(), meta, results, traffic)
+    return _rescored([url], jobs, f"{url} (rescored)", Path.cwd())
 
 
 @contextmanager
@@ -123,7 +118,7 @@ class Stream:
 
 @contextmanager
 def stream(path: Location, *, jobs: int = 1) -> Iterator[Stream]:
-    """`load(path)` as one pass over the scores file while the context is open; cassettes rescored in memory (no
+    """`load(path)` as one pass over the scores file while the context is open; cassettes rescored (no
     scores file to read) are streamed from the results held."""
     from bench.scorer.scores_io import open_scores
 
@@ -155,13 +150,20 @@ def _bare(lines: Iterator[tuple[int, Result | dict[str, Any]]]) -> Iterator[Resu
         yield line
 
 
-def _rescore(paths: Sequence[Location], jobs: int, traffic: list[dict[str, Any]]) -> tuple[Meta, list[Result]]:
-    # Imported lazily: rescoring pulls in the catalog and every evaluator, which a report on a scores file never needs.
-    from bench.scorer import pipeline
+def _rescored(paths: Sequence[Location], jobs: int, source: str, base: Path) -> Scores:
+    """Cassettes with no scores file, rescored into a temporary one and read back (the one rescore path): the
+    results name their cassettes as `bench rescore PATHS` would, `base` resolves those names."""
+    import tempfile
 
-    meta, results = pipeline.rescore(paths, jobs=jobs, traffic=traffic)
-    pipeline.require_results(meta, results, paths, traffic)
-    return meta, list(results)
+    # Imported lazily: rescoring pulls in the catalog and every evaluator, which a report on a scores file never needs.
+    from bench.scorer.rescore import Request, default_base, rescore
+
+    with tempfile.TemporaryDirectory(prefix="bench-rescore-") as tmp:
+        out = Path(tmp) / SCORES_NAME
+        rescore(Request(paths, jobs=jobs), out, base=default_base(paths))
+        scores = _from_file(out)
+    scores.source, scores.base = source, base
+    return scores
 
 
 @contextmanager

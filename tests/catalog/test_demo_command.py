@@ -15,7 +15,7 @@ from bench.cli.demo_command import DEMO_MODELS, run
 if TYPE_CHECKING:
     from bench.scorer.results import Result
 
-HAVE_SCORER = importlib.util.find_spec("bench.scorer.pipeline") is not None
+HAVE_SCORER = importlib.util.find_spec("bench.scorer.rescore") is not None
 
 
 def test_demo_records_scores_and_says_what_next(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.cli.cassette_command import traffic_bytes
 from bench.core.cassette import CassetteReader
-from bench.scorer.pipeline import rescore
+from tests.support.rescored import rescored as rescore
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"

@@ -11,7 +11,7 @@ import pytest
 from bench.core.cassette import CassetteReader, find_cassettes
 from bench.core.cassette.format import FORMAT_VERSION
 from bench.core.parse import parse_exchange
-from bench.scorer.pipeline import rescore
+from tests.support.rescored import rescored as rescore
 
 SHIPPED = Path(__file__).resolve().parents[2] / "cassettes"
 

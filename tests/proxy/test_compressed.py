@@ -145,7 +145,7 @@ def test_a_catalog_recorded_through_a_compressing_gateway_scores_as_the_plain_ru
     from bench.catalog.driver.record_run import record
     from bench.catalog.sim import start_sim
     from bench.scorer.checked_catalog import load_catalog
-    from bench.scorer.pipeline import rescore
+    from tests.support.rescored import rescored as rescore
 
     catalog = load_catalog(None)
     tests = [t.id for t in catalog.select(["tools", "json"])]

@@ -22,8 +22,10 @@ from bench.core.cassette.writer import CassetteWriter
 from bench.core.errors import BenchError
 from bench.scorer import distributed as dist
 from bench.scorer.checked_catalog import load_catalog
-from bench.scorer.pipeline import SHARD_MIN_BYTES, Options, UnitOutput, plan_units, rescore
 from bench.scorer.scores_io import write_scores
+from bench.scorer.unit_scoring import Options, UnitOutput
+from bench.scorer.units import SHARD_MIN_BYTES, plan_units
+from tests.support.rescored import rescored as rescore
 
 pytest.importorskip("distributed")
 

@@ -13,8 +13,8 @@ from bench.catalog.driver.record_run import record
 from bench.catalog.sim import start_sim
 from bench.catalog.sim.behaviours import BEHAVIOURS
 from bench.scorer.checked_catalog import load_catalog
-from bench.scorer.pipeline import rescore
 from bench.scorer.results import Result
+from tests.support.rescored import rescored as rescore
 
 # Profile → the failure type it is built to produce ("bad edit": the edit applies but breaks the code).
 EXPECTED = {

@@ -15,12 +15,12 @@ from bench.core.errors import BenchError
 from bench.core.responses_request import responses_from_chat
 from bench.proxy.server import start_proxy
 from bench.scorer.checked_catalog import load_catalog
-from bench.scorer.pipeline import rescore
 from bench.scorer.report import aggregate
 from bench.scorer.report.compare import compare
 from bench.scorer.report.load import load
 from bench.scorer.results import Result
 from bench.scorer.rules import load_rules
+from tests.support.rescored import rescored as rescore
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rules.yaml"
 WEATHER = {

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.core.cassette.records import Exchange
-from bench.scorer.pipeline import rescore
 from bench.scorer.rules import load_rules
 from bench.scorer.synth import exchange_record, sse_chunks
 from tests.scorer.helpers import write_cassette
+from tests.support.rescored import rescored as rescore
 
 RULES = """
 rules:

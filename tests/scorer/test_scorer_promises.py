@@ -14,7 +14,7 @@ import pytest
 
 from bench.cli import build_parser, main
 from bench.core.parse import PARSER_VERSION
-from bench.scorer.pipeline import SCORING_VERSION, scorer_version
+from bench.scorer.rescore import SCORING_VERSION, scorer_version
 from bench.scorer.scores_io import read_scores
 from bench.workspace import sandbox
 from tests.scorer.helpers import record, write_cassette
@@ -36,7 +36,7 @@ def test_the_scores_file_goes_beside_the_first_file_or_in_the_first_folder_or_to
 
 def test_rescore_never_imports_aiohttp() -> None:
     code = (
-        "import sys, bench.cli.rescore_command, bench.scorer.pipeline, bench.scorer.merge, bench.scorer.scoring, "
+        "import sys, bench.cli.rescore_command, bench.scorer.rescore, bench.scorer.units, bench.scorer.scoring, "
         "bench.workspace.sandbox; "
         "import bench.scorer.evaluators; sys.exit('aiohttp' in sys.modules)"
     )

@@ -82,7 +82,7 @@ def test_rescore_writes_a_traffic_line_per_exchange(recorded: Path) -> None:
 @pytest.mark.parametrize("fmt", ["table", "markdown", "json", "html"])
 def test_report_on_an_untagged_cassette_has_a_traffic_section(recorded: Path, fmt: str, tmp_path: Path) -> None:
     out = tmp_path / f"report.{fmt}"
-    # The cassette itself: rescored in memory, the way `bench report cassettes/` does without a scores file.
+    # The cassette itself: rescored, the way `bench report cassettes/` does without a scores file.
     cassette = next(recorded.glob("*.cassette"))
     assert main(["report", str(cassette), "--format", fmt, "--out", str(out)]) == 0
     text = out.read_text()

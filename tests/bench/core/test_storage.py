@@ -16,7 +16,7 @@ from bench.core import spool, storage
 from bench.core.cassette.reader import find_locations
 from bench.core.errors import BenchError
 from bench.scorer.checked_catalog import load_catalog
-from bench.scorer.pipeline import rescore
+from tests.support.rescored import rescored as rescore
 from tests.support.s3 import BUCKET
 
 pytest.importorskip("s3fs")
@@ -184,7 +184,7 @@ def test_a_rescore_from_a_url_fetches_several_cassettes_at_once(
 ) -> None:
     import threading
 
-    from bench.scorer import pipeline
+    from bench.scorer import units
 
     prefix = f"s3://{BUCKET}/ahead"
     for k in range(6):
@@ -213,7 +213,7 @@ def test_a_rescore_from_a_url_fetches_several_cassettes_at_once(
     catalog = load_catalog(None)
     fetched_ahead = rescore([prefix], catalog=catalog)
     assert len(overlapped) == 2
-    monkeypatch.setattr(pipeline, "PREFETCH", 0)
+    monkeypatch.setattr(units, "PREFETCH", 0)
     one_at_a_time = rescore([prefix], catalog=catalog)
     assert _lines(*fetched_ahead) == _lines(*one_at_a_time)
     assert len(fetched_ahead[1]) == 6 * 3  # three tests per cassette

@@ -1,5 +1,5 @@
 """`bench view`'s index over a scores file: one row per result, the rest read again from the file and the cassette
-when a result is opened, and the same view whether the run was scored into a file or rescored in memory."""
+when a result is opened, and the same view whether the run was scored into a file or its cassettes rescored."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ def test_a_scores_file_leaves_rows_and_reads_results_again(smollm2_dir: Path, sm
     assert [smollm2_index.result(n) for n in range(len(results))] == results
 
 
-def test_the_same_view_rescored_in_memory(smollm2_dir: Path, smollm2_index: Index, tmp_path: Path) -> None:
+def test_the_same_view_from_its_cassettes(smollm2_dir: Path, smollm2_index: Index, tmp_path: Path) -> None:
     cassette = next(smollm2_dir.glob("*.cassette"))
     shutil.copy(cassette, tmp_path / cassette.name)
-    in_memory = open_index([tmp_path])  # no scores.jsonl there: rescored in memory
+    in_memory = open_index([tmp_path])  # no scores.jsonl there: its cassettes rescored
     assert in_memory.rows == smollm2_index.rows
     assert [r.models for r in in_memory.runs] == [r.models for r in smollm2_index.runs]
     row = next(r for r in smollm2_index.rows if r.passed is False)

@@ -13,7 +13,7 @@ from pathlib import Path
 from bench.catalog.sim import start_sim
 from bench.core.cassette import CassetteReader, find_cassettes
 from bench.scorer.checked_catalog import load_catalog
-from bench.scorer.pipeline import rescore
+from tests.support.rescored import rescored as rescore
 
 ROOT = Path(__file__).resolve().parents[3]
 MODELS = ["oracle", "flawed-no-call"]

@@ -1,4 +1,4 @@
-"""bench report in every format, on a scores file, a folder, and a folder of cassettes rescored in memory."""
+"""bench report in every format, on a scores file, a folder, and a folder of cassettes rescored."""
 
 from __future__ import annotations
 
@@ -74,8 +74,8 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "upgrade bench" in capsys.readouterr().err
 
 
-def test_folder_of_cassettes_is_rescored_in_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("bench.scorer.pipeline", reason="the scorer pipeline is not in this tree yet")
+def test_folder_of_cassettes_is_rescored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("bench.scorer.rescore", reason="the scorer pipeline is not in this tree yet")
     folder = tmp_path / "rec"
     body = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
     with CassetteWriter(folder / "a.cassette", run=RunMeta(id="r-9")) as w:
@@ -105,7 +105,7 @@ def test_folder_of_cassettes_is_rescored_in_memory(tmp_path: Path, capsys: pytes
         )
     assert main(["report", str(folder), "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["source"].endswith("(rescored in memory)")
+    assert report["source"].endswith("(rescored)")
     assert not (folder / "scores.jsonl").exists()
     overall = [r for r in report["rates"] if r["scope"] == "overall"]
     assert [r["model"] for r in overall] == ["m"] and overall[0]["counts"]["unknown"] == 1

@@ -1,4 +1,5 @@
-"""rescore_to_file (spill, merge, merge-join flips) writes what rescore() + write_scores write, byte for byte."""
+"""The one rescore path: spilled in sorted runs and merged, the same file whatever it spills and however many jobs;
+flips by a merge join; nothing written when there is nothing to score or the earlier file is not a scores file."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from bench.core.cassette.records import Settings
 from bench.core.errors import BenchError
 from bench.scorer import sorted_runs
 from bench.scorer.flips import find_flips, in_join_order
-from bench.scorer.merge import rescore_to_file
-from bench.scorer.pipeline import rescore
-from bench.scorer.scores_io import read_scores, write_scores
+from bench.scorer.rescore import Request, Written, rescore
+from bench.scorer.scores_io import read_scores
 from bench.scorer.synth import exchange_record, sse_chunks
 from tests.scorer.helpers import (
     CAPITAL,
@@ -59,17 +59,18 @@ def runs(tmp_path: Path) -> Path:
     return folder
 
 
-def in_memory(folder: Path, out: Path, catalog: Catalog) -> bytes:
-    traffic: list[dict[str, Any]] = []
-    meta, results = rescore([folder], catalog=catalog, base=out.parent, traffic=traffic)
-    write_scores(out, meta, results, traffic)
-    return out.read_bytes()
+def rescore_to_file(
+    paths: list[Path], out: Path, *, catalog: Catalog, jobs: int = 1, previous: Path | None = None, **kw: Any
+) -> Written:
+    return rescore(Request(paths, catalog=catalog, jobs=jobs), out, previous=previous, **kw)
 
 
-def test_spilled_at_every_unit_is_byte_identical_to_in_memory(
+def test_spilled_at_every_unit_is_byte_identical_to_unspilled(
     runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = in_memory(runs, tmp_path / "memory" / "scores.jsonl", CATALOG)
+    unspilled = tmp_path / "whole" / "scores.jsonl"
+    rescore_to_file([runs], unspilled, catalog=CATALOG)
+    expected = unspilled.read_bytes()
     written = []
     real = sorted_runs._write_run
     monkeypatch.setattr(sorted_runs, "_write_run", lambda path, entries: written.append(path) or real(path, entries))
@@ -82,9 +83,6 @@ def test_spilled_at_every_unit_is_byte_identical_to_in_memory(
         assert result.tally.results == len(read_scores(out)[1])
         assert not list(out.parent.glob(".bench-spill-*")), "spill files are removed"
     assert len(written) > 20
-    unspilled = tmp_path / "whole" / "scores.jsonl"
-    rescore_to_file([runs], unspilled, catalog=CATALOG)
-    assert unspilled.read_bytes() == expected
     assert b"job(s) recorded in more than one cassette" in expected and b'"kind":"traffic"' in expected
 
 

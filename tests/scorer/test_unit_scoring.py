@@ -14,8 +14,8 @@ import zstandard
 from bench.catalog.model import Check
 from bench.core.cassette import CassetteWriter
 from bench.core.cassette.records import Settings
+from bench.core.errors import BenchError
 from bench.scorer.flips import find_flips
-from bench.scorer.pipeline import rescore
 from bench.scorer.results import Result
 from bench.scorer.scores_io import read_scores, write_scores
 from tests.scorer.helpers import (
@@ -28,6 +28,7 @@ from tests.scorer.helpers import (
     spec,
     write_cassette,
 )
+from tests.support.rescored import rescored as rescore
 
 
 def records() -> list[dict[str, Any]]:
@@ -88,8 +89,8 @@ def test_retries_use_the_final_attempt(tmp_path: Path) -> None:
 def test_filters(cassettes: Path) -> None:
     _, results = rescore([cassettes], catalog=CATALOG, models=["m2"], suites=["t"])
     assert {r.model for r in results} == {"m2"} and len(results) == 6
-    _, results = rescore([cassettes], catalog=CATALOG, suites=["other"])
-    assert results == []
+    with pytest.raises(BenchError, match=r"2 cassette\(s\) read, no exchange in them matches --suite/--model$"):
+        rescore([cassettes], catalog=CATALOG, suites=["other"])
 
 
 def test_stale_and_unknown_tests(tmp_path: Path) -> None:
@@ -144,12 +145,12 @@ def test_deterministic_across_runs_and_jobs(cassettes: Path, tmp_path: Path) -> 
 
 
 def test_sharded_large_cassette_matches_unsharded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import bench.scorer.pipeline as pipeline
+    from bench.scorer import units
 
     recs = [record("t.capital", "Paris" if i % 3 else "Rome", model=f"m{i % 4}", epoch=i) for i in range(40)]
     write_cassette(tmp_path / "big.cassette", recs, tests=HASHES)
-    monkeypatch.setattr(pipeline, "SHARD_MIN_BYTES", 0)
-    assert len(pipeline.plan_units([tmp_path / "big.cassette"], 2)) == 2
+    monkeypatch.setattr(units, "SHARD_MIN_BYTES", 0)
+    assert len(units.plan_units([tmp_path / "big.cassette"], 2)) == 2
     assert rescore([tmp_path], catalog=CATALOG, jobs=1) == rescore([tmp_path], catalog=CATALOG, jobs=2)
 
 

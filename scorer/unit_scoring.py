@@ -1,0 +1,319 @@
+"""One unit of a rescore: a cassette, or one shard of a large one, streamed record by record into scored results.
+
+A unit keeps only the results whose key hashes to its shard, parsed at once and slimmed (bench.scorer.context.Turn),
+so raw chunks never accumulate. Everything it needs comes in its arguments (the catalog and the options), so the same
+function runs in this process, in a forked worker and on a Dask worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from bench.catalog.model import Catalog, TestSpec
+from bench.core import storage
+from bench.core.cassette import CassetteReader
+from bench.core.cassette.records import Exchange, Header
+from bench.core.endpoints import endpoint_of
+from bench.core.errors import CassetteError
+from bench.core.parse import parse_exchange
+from bench.core.parsed import ParsedExchange
+from bench.scorer.context import Turn
+from bench.scorer.recognise import Recogniser
+from bench.scorer.results import CassetteInfo, Result, Verdict
+from bench.scorer.rules import Rule, as_chat, rule_spec
+from bench.scorer.scoring import conversation_result, request_settings, score_conversation, slim, to_int
+from bench.scorer.traffic_lines import traffic_entry
+
+Key = tuple[str, str, str, int]  # run, model, test, epoch
+# A record the parser cannot read (a field of the wrong type): reported and skipped, never the end of the rescore.
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
+
+
+class Unit(NamedTuple):
+    """A cassette (a path or an object-storage URL) and which of its `shards` shards to score."""
+
+    location: storage.Location
+    shard: int = 0
+    shards: int = 1
+
+    def mine(self, key: object) -> bool:
+        """Whether a result of this key is scored by this shard."""
+        return self.shards == 1 or zlib.crc32(repr(key).encode()) % self.shards == self.shard
+
+    def reports(self, exchange_id: str) -> bool:
+        """Whether this shard writes the traffic line of an untagged exchange."""
+        return self.shards == 1 or zlib.crc32(exchange_id.encode()) % self.shards == self.shard
+
+
+@dataclass(frozen=True)
+class Options:
+    base: Path
+    suites: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    max_tokens: int | None = None
+    deadline_us: int | None = None
+    rules: tuple[Rule, ...] = ()
+
+
+@dataclass
+class UnitOutput:
+    cassette: CassetteInfo | None
+    results: list[Result]
+    warnings: list[str]
+    unknown: Counter[str]
+    stale: Counter[str]
+    traffic: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Group:
+    turns: list[Turn] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    first: tuple[int, int] | None = None
+    # Set for untagged exchanges claimed by a rule or recognised as a catalog test: the test to score them with, and
+    # the hash they count as recorded with (their request is the test's, so they are not stale).
+    spec: TestSpec | None = None
+    recorded: str | None = None
+
+    def add(self, turn: Turn, parsed: ParsedExchange) -> None:
+        self.turns.append(turn)
+        order = (turn.turn, turn.attempt)
+        if self.first is None or order < self.first:
+            self.first, self.settings = order, request_settings(parsed)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An untagged exchange claimed for scoring: by a rule, or as a repeat of a catalog test's request."""
+
+    key: Key
+    spec: TestSpec
+    turn: int
+    attempt: int
+
+
+def _body(record: Exchange) -> dict[str, Any] | None:
+    try:
+        doc = orjson.loads(record.request.body)
+    except orjson.JSONDecodeError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _body_model(record: Exchange) -> str:
+    doc = _body(record)
+    return str(doc.get("model") or "") if doc is not None else ""
+
+
+class Claimer:
+    """Claims untagged exchanges for scoring, in cassette order (epochs are counted as exchanges come)."""
+
+    def __init__(self, catalog: Catalog, rules: tuple[Rule, ...], run: str) -> None:
+        self.recogniser = Recogniser.of(catalog)
+        self.rules = rules
+        self.run = run
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def claims(self, record: Exchange, model: str, tagged: bool) -> list[Claim]:
+        doc = _body(record)
+        if doc is None:
+            return []
+        endpoint = endpoint_of(record.request.path)
+        chat = as_chat(doc, endpoint)
+        out: list[Claim] = []
+        if not tagged:
+            found = self.recogniser.claim(chat, model, record)
+            if found is not None:
+                key: Key = (self.run, model, found.test.id, found.epoch)
+                out.append(Claim(key, found.test, found.turn, found.attempt))
+        for rule in self.rules:
+            if rule.matches(endpoint, model, doc, tagged):
+                epoch = self.counts[(model, rule.id)]
+                self.counts[(model, rule.id)] += 1
+                out.append(Claim((self.run, model, rule.id, epoch), rule_spec(rule, chat), 0, 1))
+        return out
+
+
+def relative_name(path: storage.Location, base: Path) -> str:
+    """How a result names its cassette: relative to the scores file's folder, or the URL of one on object storage."""
+    return str(path) if storage.is_url(path) else os.path.relpath(Path(path).resolve(), base)
+
+
+def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
+    """Every result of one unit, scored, with its cassette's header, traffic lines and warnings."""
+    out = UnitOutput(None, [], [], Counter(), Counter())
+    try:
+        reader = CassetteReader(unit.location)
+    except CassetteError as exc:
+        if unit.shard == 0:
+            out.warnings.append(f"{exc} (skipped)")
+        return out
+    scorer = _UnitScorer(unit, catalog, options, reader.header, out)
+    # Parsing allocates ~1k short-lived acyclic objects per exchange; the cyclic GC rescanning them costs ~10%.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for record in reader:
+            scorer.see(record)
+    except CassetteError as exc:
+        reader.truncated, reader.error = True, str(exc)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if unit.shard == 0:
+        scorer.describe(reader)
+    scorer.score_groups()
+    return out
+
+
+class _UnitScorer:
+    """The state of one unit while its cassette streams by: the conversations being gathered, and the counts its
+    warnings report."""
+
+    def __init__(self, unit: Unit, catalog: Catalog, options: Options, header: Header, out: UnitOutput) -> None:
+        self.unit, self.catalog, self.opts, self.header, self.out = unit, catalog, options, header, out
+        self.rel = relative_name(unit.location, options.base)
+        self.run = header.run.id or None
+        self.hashes = dict(header.run.tests) if header.run.tests is not None else None
+        self.claimer = Claimer(catalog, options.rules, str(self.run or ""))
+        self.groups: dict[Key, Group] = {}
+        self.untagged = self.claimed = 0
+
+    def parse(self, record: Exchange, *, warn: bool = True) -> ParsedExchange | None:
+        try:
+            return parse_exchange(record, max_tokens=self.opts.max_tokens, deadline_us=self.opts.deadline_us)
+        except MALFORMED as exc:
+            if warn:
+                where = self.unit.location
+                self.out.warnings.append(f"{where}: exchange {record.id!r} is malformed ({exc}); skipped it")
+            return None
+
+    def see(self, record: Exchange) -> None:
+        tags = record.tags
+        test_id = tags.get("test")
+        model = str(tags.get("model") or _body_model(record))
+        if self.opts.models and model not in self.opts.models:
+            return
+        if (not test_id or self.opts.rules) and not self._claimed(record, model, tagged=bool(test_id)):
+            return
+        test = self.catalog.tests.get(str(test_id))
+        if self.opts.suites and (test is None or test.suite not in self.opts.suites):
+            return
+        key: Key = (str(tags.get("run") or self.run or ""), model, str(test_id), to_int(tags.get("epoch")))
+        if not self.unit.mine(key):
+            return
+        parsed = self.parse(record, warn=self.unit.shard == 0 or self.unit.shards == 1)
+        if parsed is None:
+            return
+        self.out.traffic.append(traffic_entry(record, parsed, self.rel, model))
+        self.groups.setdefault(key, Group()).add(slim(parsed), parsed)
+
+    def _claimed(self, record: Exchange, model: str, tagged: bool) -> bool:
+        """Untagged exchanges (and, with rules, tagged ones too): every one is some client's request, reported as
+        traffic, and scored when a rule selects it or it repeats a catalog test's request. Claims are counted in
+        every shard (they number epochs). Whether a tagged exchange goes on to be scored as its test."""
+        claims = self.claimer.claims(record, model, tagged=tagged)
+        claims = [c for c in claims if not self.opts.suites or c.spec.suite in self.opts.suites]
+        self.claimed += bool(claims) and not tagged
+        mine = [c for c in claims if self.unit.mine(c.key)]
+        if tagged:
+            if mine:
+                # A malformed exchange is reported where the tagged exchange is parsed again.
+                with contextlib.suppress(*MALFORMED):
+                    self._add_claims(mine, parse_exchange(record))
+            return True
+        self.untagged += 1
+        reports = self.unit.reports(record.id)
+        if not mine and not reports:
+            return False
+        parsed = self.parse(record)
+        if parsed is None:
+            return False
+        if reports:
+            self.out.traffic.append(traffic_entry(record, parsed, self.rel, model))
+        self._add_claims(mine, parsed)
+        return False
+
+    def _add_claims(self, claims: list[Claim], parsed: ParsedExchange) -> None:
+        for claim in claims:
+            parsed.tags = {**parsed.tags, "turn": str(claim.turn), "attempt": str(claim.attempt)}
+            group = self.groups.get(claim.key)
+            if group is None:
+                group = self.groups[claim.key] = Group(spec=claim.spec, recorded=claim.spec.hash)
+            group.add(slim(parsed), parsed)
+
+    def describe(self, reader: CassetteReader) -> None:
+        """The cassette's line of the scores file's meta, and the warnings about it (said once, by shard 0)."""
+        warnings, path = self.out.warnings, self.unit.location
+        if reader.problem is not None:
+            warnings.append(f"{reader.problem}; scored what was read")
+        if self.hashes is None:
+            warnings.append(f"{path}: no per-test hashes recorded (header run.tests); staleness not checked")
+        if self.untagged:
+            warnings.append(
+                f"{path}: {self.untagged} exchange(s) without an X-Bench-Test tag: reported as traffic; "
+                f"{self.claimed} scored (recognised as catalog tests or selected by a rule), the others not scored"
+            )
+        self.out.cassette = CassetteInfo(
+            path=self.rel,
+            run=self.run,
+            created=self.header.created or None,
+            truncated=reader.truncated,
+            settings=self.header.settings,
+            run_meta=self.header.run,
+        )
+
+    def score_groups(self) -> None:
+        while self.groups:
+            # Popped as they are scored: a group's turns (answers, arguments) are freed as its result is made, so the
+            # peak is not every turn plus every result.
+            key, group = self.groups.popitem()
+            test = group.spec or self.catalog.tests.get(key[2])
+            if group.spec is not None:
+                recorded = group.recorded
+            else:
+                recorded = self.hashes.get(key[2]) if self.hashes is not None else None
+            result = build_result(key, group, test, recorded, self.rel)
+            if result.status == "unknown":
+                self.out.unknown[key[2]] += 1
+            elif result.status == "stale":
+                self.out.stale[key[2]] += 1
+            self.out.results.append(result)
+
+
+def build_result(key: Key, group: Group, test: TestSpec | None, recorded: str | None, rel: str) -> Result:
+    run, model, test_id, epoch = key
+    if test is None:
+        verdict = Verdict(status="unknown")
+    elif recorded is not None and recorded != test.hash:
+        verdict = Verdict(status="stale")
+    else:
+        verdict = score_conversation(test, group.turns)
+    return conversation_result(
+        group.turns,
+        run=run or None,
+        cassette=rel,
+        test=test_id,
+        suite=test.suite if test else None,
+        category=test.category if test else None,
+        subcategory=test.subcategory if test else None,
+        model=model or None,
+        epoch=epoch,
+        test_hash=recorded,
+        catalog_test_hash=test.hash if test else None,
+        settings=group.settings,
+        status=verdict.status,
+        score=verdict.score,
+        passed=verdict.passed,
+        failure_type=verdict.failure_type,
+        checks=verdict.checks,
+    )
