@@ -6,11 +6,13 @@ conversations cost little memory while it streams.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from bench.catalog.model import TestSpec
 from bench.workspace import ToolResult, ToolWorkspace
@@ -33,6 +35,20 @@ class Call:
         return self.parsed if isinstance(self.parsed, dict) else {}
 
 
+class TurnTiming(msgspec.Struct, frozen=True, gc=False):
+    """One exchange's timing as the parser measured it (vLLM's definitions, docs/report.md)."""
+
+    ttft_us: int | None = None
+    e2el_us: int | None = None
+    tpot_us: float | None = None
+    # Held as an int32/int64 array (bench.scorer.scoring.compact_itl): every result waits for the sorted write.
+    itl_us: Sequence[int] = ()
+    output_tokens: int | None = None
+    tokens_source: str | None = None  # "usage" or "counted"
+    n_events: int = 0
+    loop_lag_us: int | None = None  # the recording proxy's longest event-loop stall during the exchange
+
+
 @dataclass(frozen=True)
 class Turn:
     """One exchange, reduced to what the client saw and its timing."""
@@ -52,7 +68,7 @@ class Turn:
     model: str | None = None
     system_fingerprint: str | None = None
     usage: dict[str, Any] | None = None
-    timing: dict[str, Any] = field(default_factory=dict)
+    timing: TurnTiming = field(default_factory=TurnTiming)
 
 
 # Calls that change files: a failure of the last one means the model's edit never landed.
@@ -112,9 +128,9 @@ class EvalContext:
         return [c for t in self.turns for c in t.calls]
 
     @property
-    def timing(self) -> dict[str, Any]:
+    def timing(self) -> TurnTiming:
         final = self.final
-        return final.timing if final is not None else {}
+        return final.timing if final is not None else TurnTiming()
 
     @property
     def workspace(self) -> ReplayedWorkspace:

@@ -82,6 +82,43 @@ class Result(msgspec.Struct, tag_field="kind", tag="result", gc=False):
     exchanges: list[ExchangeScore] = msgspec.field(default_factory=list)
 
 
+class TrafficLine(msgspec.Struct, tag_field="kind", tag="traffic", gc=False):
+    """One recorded exchange, tagged or not, as the traffic report counts it (bench.scorer.traffic_lines)."""
+
+    cassette: str = ""
+    id: str = ""
+    started: int | None = None
+    endpoint: str = ""
+    method: str = ""
+    model: str | None = None
+    served_model: str | None = None
+    client: str | None = None
+    test: str | None = None
+    status: int | None = None
+    outcome: str = ""
+    streamed: bool = False
+    failed: bool = False
+    findings: list[str] = msgspec.field(default_factory=list)
+    input_tokens: int | None = None
+    # Files from before this field was written: their input tokens came from usage.
+    input_tokens_source: str | None = "usage"
+    cached_input_tokens: int | None = None
+    output_tokens: int | None = None
+    tokens_source: str | None = None
+    ttft_us: int | None = None
+    tpot_us: float | None = None
+    e2el_us: int | None = None
+    # Held in memory as an int32/int64 array, as ExchangeScore's.
+    itl_us: Sequence[int] | None = None
+    n_events: int = 0
+    system_fingerprint: str | None = None
+    unknown_events: dict[str, int] = msgspec.field(default_factory=dict)
+
+    def key(self) -> tuple[str, int, str]:
+        """The scores file's order of traffic lines."""
+        return (self.cassette, self.started or 0, self.id)
+
+
 class Verdict(msgspec.Struct, gc=False):
     """What scoring a conversation decides (the rest of a result is its identity and its exchanges)."""
 
@@ -134,3 +171,4 @@ def _plain(value: Any) -> Any:
 ENCODER = msgspec.json.Encoder(enc_hook=_plain, order="sorted")
 META_DECODER = msgspec.json.Decoder(Meta)
 RESULT_DECODER = msgspec.json.Decoder(Result)
+TRAFFIC_DECODER = msgspec.json.Decoder(TrafficLine)

@@ -8,16 +8,24 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import BinaryIO, TypeVar
 
 import msgspec
-import orjson
 
 from bench.core.errors import BenchError
-from bench.scorer.results import ENCODER, FORMAT_NAME, FORMAT_VERSION, META_DECODER, RESULT_DECODER, Meta, Result
+from bench.scorer.results import (
+    ENCODER,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    META_DECODER,
+    RESULT_DECODER,
+    TRAFFIC_DECODER,
+    Meta,
+    Result,
+    TrafficLine,
+)
 
 T = TypeVar("T")
 
@@ -34,21 +42,11 @@ __all__ = [
 ]
 
 
-def dumps(line: Meta | Result | Mapping[str, Any]) -> bytes:
-    if isinstance(line, msgspec.Struct):
-        return ENCODER.encode(line) + b"\n"
-    # A traffic line (bench.scorer.traffic_lines) is still a plain map.
-    return orjson.dumps(line, default=_plain, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS) + b"\n"
+def dumps(line: Meta | Result | TrafficLine) -> bytes:
+    return ENCODER.encode(line) + b"\n"
 
 
-def _plain(value: Any) -> Any:
-    """JSON for the compact containers lines hold in memory (ITLs are kept as arrays)."""
-    if isinstance(value, array):
-        return value.tolist()
-    raise TypeError(f"cannot write {type(value).__name__} to a scores file")
-
-
-def write_scores(path: Path, meta: Meta, results: Iterable[Result], traffic: Iterable[Mapping[str, Any]] = ()) -> None:
+def write_scores(path: Path, meta: Meta, results: Iterable[Result], traffic: Iterable[TrafficLine] = ()) -> None:
     """Write atomically (temporary file, then rename) so a reader never sees half a file."""
     write_lines(path, itertools.chain([dumps(meta)], map(dumps, results), map(dumps, traffic)))
 
@@ -69,7 +67,7 @@ def write_lines(path: Path, lines: Iterable[bytes]) -> None:
 
 
 def read_scores(
-    path: Path, *, exchanges: bool = True, traffic: list[dict[str, Any]] | None = None
+    path: Path, *, exchanges: bool = True, traffic: list[TrafficLine] | None = None
 ) -> tuple[Meta, list[Result]]:
     """The meta line and the result lines, read a line at a time. `exchanges=False` drops each result's per-exchange
     details (timings, ITLs: most of a file) as it is read, for callers that compare scores only. `traffic`, when
@@ -87,7 +85,7 @@ def read_scores(
     return meta, results
 
 
-def open_scores(path: Path) -> tuple[Meta, Iterator[tuple[int, Result | dict[str, Any]]]]:
+def open_scores(path: Path) -> tuple[Meta, Iterator[tuple[int, Result | TrafficLine]]]:
     """The meta line (checked), and the lines after it as they are read: (byte offset of the line, its result or
     its traffic map); lines of other kinds are skipped. For readers that keep only part of each result and read the
     rest again when needed (`read_result_at`)."""
@@ -113,7 +111,7 @@ def open_scores(path: Path) -> tuple[Meta, Iterator[tuple[int, Result | dict[str
     return meta, _lines(path, fh, len(first))
 
 
-def _lines(path: Path, fh: BinaryIO, offset: int) -> Iterator[tuple[int, Result | dict[str, Any]]]:
+def _lines(path: Path, fh: BinaryIO, offset: int) -> Iterator[tuple[int, Result | TrafficLine]]:
     with fh:
         try:
             for number, line in enumerate(fh, start=2):
@@ -121,13 +119,11 @@ def _lines(path: Path, fh: BinaryIO, offset: int) -> Iterator[tuple[int, Result 
                 offset += len(line)
                 if not line.strip():
                     continue
-                if b'"kind":"result"' not in line:
-                    other = _parse(path, line)
-                    if isinstance(other, dict) and other.get("kind") == "traffic":
-                        yield at, other
-                    if not isinstance(other, dict) or other.get("kind") != "result":
-                        continue
-                yield at, _decode(path, number, line, RESULT_DECODER)
+                kind = _kind(path, line)
+                if kind == "result":
+                    yield at, _decode(path, number, line, RESULT_DECODER)
+                elif kind == "traffic":
+                    yield at, _decode(path, number, line, TRAFFIC_DECODER)
         except OSError as exc:
             raise BenchError(f"cannot read scores file {path}: {exc.strerror}; run `bench rescore` first") from None
 
@@ -145,6 +141,17 @@ def read_result_at(path: Path, offset: int) -> Result | None:
         return RESULT_DECODER.decode(line)
     except msgspec.DecodeError:  # ValidationError included
         return None
+
+
+def _kind(path: Path, line: bytes) -> object:
+    """A line's kind: found in its bytes as bench writes them, else read from its JSON (lines of other kinds are
+    skipped by the readers)."""
+    if b'"kind":"result"' in line:
+        return "result"
+    if b'"kind":"traffic"' in line:
+        return "traffic"
+    other = _parse(path, line)
+    return other.get("kind") if isinstance(other, dict) else None
 
 
 def _parse(path: Path, line: bytes) -> object:
@@ -165,7 +172,7 @@ def _decode(path: Path, number: int, line: bytes, decoder: msgspec.json.Decoder[
 
 @contextlib.contextmanager
 def scores_reader(
-    path: Path, *, exchanges: bool = True, traffic: list[dict[str, Any]] | None = None
+    path: Path, *, exchanges: bool = True, traffic: list[TrafficLine] | None = None
 ) -> Iterator[tuple[Meta, Iterator[Result]]]:
     """read_scores as a stream: the meta line, read (and checked) at once, and the result lines as they are read,
     one at a time, while the context is open (the file is closed when it ends)."""
@@ -177,7 +184,7 @@ def scores_reader(
 
 
 def _results(
-    lines: Iterator[tuple[int, Result | dict[str, Any]]], exchanges: bool, traffic: list[dict[str, Any]] | None
+    lines: Iterator[tuple[int, Result | TrafficLine]], exchanges: bool, traffic: list[TrafficLine] | None
 ) -> Iterator[Result]:
     for _, line in lines:
         if isinstance(line, Result):

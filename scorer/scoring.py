@@ -12,7 +12,7 @@ from typing import Any
 from bench.catalog.model import TestSpec
 from bench.core.parsed import ParsedExchange
 from bench.scorer.checks import get_evaluator, run_check
-from bench.scorer.context import Call, Turn
+from bench.scorer.context import Call, Turn, TurnTiming
 from bench.scorer.failures import classify, transport_failure
 from bench.scorer.registry import Score
 from bench.scorer.results import CheckScore, ExchangeScore, Result, Verdict
@@ -47,13 +47,17 @@ def slim(p: ParsedExchange) -> Turn:
         model=p.model,
         system_fingerprint=p.system_fingerprint,
         usage=p.usage,
-        timing=_compact(p.timing.as_dict()),
+        timing=TurnTiming(
+            ttft_us=p.timing.ttft_us,
+            e2el_us=p.timing.e2el_us,
+            tpot_us=p.timing.tpot_us,
+            itl_us=compact_itl(p.timing.itl_us),
+            output_tokens=p.timing.output_tokens,
+            tokens_source=p.timing.tokens_source,
+            n_events=p.timing.n_events,
+            loop_lag_us=p.timing.loop_lag_us,
+        ),
     )
-
-
-def _compact(timing: dict[str, Any]) -> dict[str, Any]:
-    timing["itl_us"] = compact_itl(timing["itl_us"])
-    return timing
 
 
 def compact_itl(gaps: list[int]) -> array[int]:
@@ -89,14 +93,14 @@ def exchange_entry(t: Turn, final: bool) -> ExchangeScore:
         outcome=t.outcome,
         status=t.status,
         final=final,
-        ttft_us=timing.get("ttft_us"),
-        e2el_us=timing.get("e2el_us"),
-        tpot_us=timing.get("tpot_us"),
-        itl_us=timing.get("itl_us") or [],
-        output_tokens=timing.get("output_tokens"),
-        tokens_source=timing.get("tokens_source"),
-        n_events=timing.get("n_events", 0),
-        loop_lag_us=timing.get("loop_lag_us"),
+        ttft_us=timing.ttft_us,
+        e2el_us=timing.e2el_us,
+        tpot_us=timing.tpot_us,
+        itl_us=timing.itl_us or [],
+        output_tokens=timing.output_tokens,
+        tokens_source=timing.tokens_source,
+        n_events=timing.n_events,
+        loop_lag_us=timing.loop_lag_us,
     )
 
 

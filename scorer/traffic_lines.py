@@ -8,13 +8,12 @@ request some client made, and its endpoint, model, client, status, tokens and ti
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from bench.core.cassette.records import Exchange
 from bench.core.clients import client_family, header
 from bench.core.parsed import ParsedExchange
 from bench.core.usage import usage_tokens
+from bench.scorer.results import TrafficLine
 from bench.scorer.rules import request_text
 from bench.scorer.scoring import compact_itl
 
@@ -30,7 +29,7 @@ def counted_input_tokens(parsed: ParsedExchange) -> int | None:
     return len(_WORDISH.findall(request_text(doc)))
 
 
-def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model: str) -> dict[str, Any]:
+def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model: str) -> TrafficLine:
     request = record.request
     tokens = usage_tokens(parsed.usage)
     timing = parsed.timing
@@ -39,36 +38,35 @@ def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model
     if input_tokens is None:
         input_tokens = counted_input_tokens(parsed)
         input_source = "counted" if input_tokens is not None else None
-    return {
-        "kind": "traffic",
-        "cassette": cassette,
-        "id": parsed.id,
-        "started": record.started,
-        "endpoint": parsed.endpoint,
-        "method": request.method,
-        "model": model or None,
-        "served_model": parsed.model,
-        "client": client_family(header(request.headers, "user-agent")),
-        "test": (parsed.tags.get("test") or None),
-        "status": parsed.status,
-        "outcome": parsed.outcome,
-        "streamed": parsed.streamed,
-        "failed": not parsed.ok or "error_event" in parsed.findings or "truncated" in parsed.findings,
-        "findings": sorted(set(parsed.findings)),
-        "input_tokens": input_tokens,
-        "input_tokens_source": input_source,
-        "cached_input_tokens": tokens.cached_input,
-        "output_tokens": timing.output_tokens,
-        "tokens_source": timing.tokens_source,
-        "ttft_us": timing.ttft_us,
-        "tpot_us": timing.tpot_us,
-        "e2el_us": timing.e2el_us,
-        "itl_us": compact_itl(timing.itl_us),
-        "n_events": timing.n_events,
-        "system_fingerprint": parsed.system_fingerprint,
-        "unknown_events": dict(parsed.unknown_events),
-    }
+    return TrafficLine(
+        cassette=cassette,
+        id=parsed.id,
+        started=record.started,
+        endpoint=parsed.endpoint,
+        method=request.method,
+        model=model or None,
+        served_model=parsed.model,
+        client=client_family(header(request.headers, "user-agent")),
+        test=(parsed.tags.get("test") or None),
+        status=parsed.status,
+        outcome=parsed.outcome,
+        streamed=parsed.streamed,
+        failed=not parsed.ok or "error_event" in parsed.findings or "truncated" in parsed.findings,
+        findings=sorted(set(parsed.findings)),
+        input_tokens=input_tokens,
+        input_tokens_source=input_source,
+        cached_input_tokens=tokens.cached_input,
+        output_tokens=timing.output_tokens,
+        tokens_source=timing.tokens_source,
+        ttft_us=timing.ttft_us,
+        tpot_us=timing.tpot_us,
+        e2el_us=timing.e2el_us,
+        itl_us=compact_itl(timing.itl_us),
+        n_events=timing.n_events,
+        system_fingerprint=parsed.system_fingerprint,
+        unknown_events=dict(parsed.unknown_events),
+    )
 
 
-def traffic_key(entry: Mapping[str, Any]) -> tuple[str, int, str]:
-    return (entry["cassette"], entry["started"] or 0, entry["id"])
+def traffic_key(entry: TrafficLine) -> tuple[str, int, str]:
+    return entry.key()

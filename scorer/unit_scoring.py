@@ -28,7 +28,7 @@ from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange
 from bench.scorer.context import Turn
 from bench.scorer.recognise import Recogniser
-from bench.scorer.results import CassetteInfo, Result, Verdict
+from bench.scorer.results import CassetteInfo, Result, TrafficLine, Verdict
 from bench.scorer.rules import Rule, as_chat, rule_spec
 from bench.scorer.scoring import conversation_result, request_settings, score_conversation, slim, to_int
 from bench.scorer.traffic_lines import traffic_entry
@@ -71,7 +71,7 @@ class UnitOutput:
     warnings: list[str]
     unknown: Counter[str]
     stale: Counter[str]
-    traffic: list[dict[str, Any]] = field(default_factory=list)
+    traffic: list[TrafficLine] = field(default_factory=list)
 
 
 @dataclass

@@ -148,9 +148,9 @@ def run_health(args: argparse.Namespace) -> int:
 
 def _costed(scores: Stream, tally: CostTally) -> Stream:
     """The stream with its traffic lines counted into `tally` as they go by."""
-    from bench.scorer.results import Result
+    from bench.scorer.results import Result, TrafficLine
 
-    def lines() -> Iterator[Result | dict[str, Any]]:
+    def lines() -> Iterator[Result | TrafficLine]:
         for line in scores.lines:
             if not isinstance(line, Result):
                 tally.add(line)

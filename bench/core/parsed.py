@@ -52,18 +52,6 @@ class Timing:
     n_events: int = 0
     loop_lag_us: int | None = None  # the recording proxy's longest event-loop stall during the exchange
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "ttft_us": self.ttft_us,
-            "e2el_us": self.e2el_us,
-            "tpot_us": self.tpot_us,
-            "itl_us": self.itl_us,
-            "output_tokens": self.output_tokens,
-            "tokens_source": self.tokens_source,
-            "n_events": self.n_events,
-            "loop_lag_us": self.loop_lag_us,
-        }
-
 
 @dataclass
 class ParsedExchange:

@@ -23,7 +23,7 @@ from bench.core.errors import BenchError, CassetteError
 from bench.core.storage import Location, is_url
 from bench.scorer.report.load import Scores, load, paused_gc, scores_file
 from bench.scorer.report.stats import wilson
-from bench.scorer.results import ExchangeScore, Meta, Result
+from bench.scorer.results import ExchangeScore, Meta, Result, TrafficLine
 from bench.scorer.scores_io import open_scores, read_result_at
 
 RECENT = 8  # results whose records stay in memory after being opened
@@ -107,13 +107,13 @@ class Index:
         meta, lines = open_scores(path)
         s = self._source(Scores(str(path), path.parent, meta, []), path)
         covered: set[tuple[str, str]] = set()
-        traffic: list[dict[str, Any]] = []
+        traffic: list[TrafficLine] = []
         with paused_gc():
             for offset, line in lines:
                 if isinstance(line, Result):
                     covered.update((line.cassette, e.id) for e in line.exchanges)
                     self._add(s, line, offset)
-                elif (str(line.get("cassette")), str(line.get("id"))) not in covered:
+                elif (line.cassette, line.id) not in covered:
                     # bench rescore writes every result line before the traffic lines: the set is complete here.
                     traffic.append(line)
         for result in _untagged([], traffic):
@@ -220,39 +220,39 @@ class Index:
 UNTAGGED = "untagged"
 
 
-def _untagged(results: list[Result], traffic: list[dict[str, Any]]) -> list[Result]:
+def _untagged(results: list[Result], traffic: list[TrafficLine]) -> list[Result]:
     """Exchanges that no result covers (untagged traffic no rule scored), as unscored results of the run
     "untagged", suite = endpoint and test = cassette#id, so they browse like any result."""
     covered = {(r.cassette, e.id) for r in results for e in r.exchanges}
     found = []
     for entry in traffic:
-        key = (str(entry.get("cassette")), str(entry.get("id")))
+        key = (entry.cassette, entry.id)
         if key in covered:
             continue
         found.append(
             Result(
                 run=UNTAGGED,
-                model=entry.get("model") or entry.get("served_model") or "",
-                suite=entry.get("endpoint") or "",
+                model=entry.model or entry.served_model or "",
+                suite=entry.endpoint,
                 test=f"{key[0]}#{key[1]}",
                 epoch=0,
                 passed=None,
                 status="unscored",
                 cassette=key[0],
-                system_fingerprint=entry.get("system_fingerprint"),
-                findings=list(entry.get("findings") or []),
+                system_fingerprint=entry.system_fingerprint,
+                findings=list(entry.findings),
                 exchanges=[
                     ExchangeScore(
                         id=key[1],
-                        outcome=str(entry.get("outcome") or ""),
-                        status=entry.get("status"),
+                        outcome=entry.outcome,
+                        status=entry.status,
                         final=True,
-                        ttft_us=entry.get("ttft_us"),
-                        e2el_us=entry.get("e2el_us"),
-                        tpot_us=entry.get("tpot_us"),
-                        output_tokens=entry.get("output_tokens"),
-                        tokens_source=entry.get("tokens_source"),
-                        n_events=int(entry.get("n_events") or 0),
+                        ttft_us=entry.ttft_us,
+                        e2el_us=entry.e2el_us,
+                        tpot_us=entry.tpot_us,
+                        output_tokens=entry.output_tokens,
+                        tokens_source=entry.tokens_source,
+                        n_events=entry.n_events,
                     )
                 ],
             )

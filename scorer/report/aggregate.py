@@ -17,7 +17,7 @@ from bench.scorer.report.latency import Timing, TimingTally
 from bench.scorer.report.load import Scores, Stream, paused_gc
 from bench.scorer.report.stats import pass_at_k, pass_hat_k, wilson
 from bench.scorer.report.traffic import Traffic, TrafficTally
-from bench.scorer.results import Meta, Result
+from bench.scorer.results import Meta, Result, TrafficLine
 
 STATUSES = ("scored", "errored", "skipped", "stale", "unknown")
 SCOPES = ("overall", "suite", "category")
@@ -163,7 +163,7 @@ class ReportTally:
             tally = self.models[model] = ModelTally()
         tally.add(result)
 
-    def traffic_line(self, entry: dict[str, Any]) -> None:
+    def traffic_line(self, entry: TrafficLine) -> None:
         self.traffic.add(entry)
         if self.cost is not None:
             self.cost.add(entry)

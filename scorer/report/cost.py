@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.yamlfile import load_checked_yaml
+from bench.scorer.results import TrafficLine
 
 _PRICE = {"type": "number", "minimum": 0}
 PRICES_SCHEMA: dict[str, Any] = {
@@ -93,19 +94,18 @@ class Cost:
     unpriced_models: list[str] = field(default_factory=list)
 
 
-def _add(row: CostRow, entry: Mapping[str, Any], price: Price | None) -> None:
+def _add(row: CostRow, entry: TrafficLine, price: Price | None) -> None:
     row.requests += 1
-    inp = entry.get("input_tokens")
-    cached = entry.get("cached_input_tokens") or 0
-    out = entry.get("output_tokens") or 0
-    if not isinstance(inp, int):
+    inp = entry.input_tokens
+    out = entry.output_tokens or 0
+    if inp is None:
         row.missing_input += 1
         inp = 0
-    cached = min(cached, inp) if isinstance(cached, int) else 0
+    cached = min(entry.cached_input_tokens or 0, inp)
     row.input_tokens += inp
     row.cached_input_tokens += cached
     row.output_tokens += out
-    if entry.get("tokens_source") == "counted" or entry.get("input_tokens_source") == "counted":
+    if entry.tokens_source == "counted" or entry.input_tokens_source == "counted":
         row.estimated += 1
     if price is None:
         row.unpriced += 1
@@ -113,7 +113,7 @@ def _add(row: CostRow, entry: Mapping[str, Any], price: Price | None) -> None:
     row.cost += ((inp - cached) * price.input + cached * price.cached_input + out * price.output) / 1e6
 
 
-def cost(entries: Iterable[Mapping[str, Any]], prices: Prices) -> Cost:
+def cost(entries: Iterable[TrafficLine], prices: Prices) -> Cost:
     tally = CostTally(prices)
     for entry in entries:
         tally.add(entry)
@@ -130,16 +130,15 @@ class CostTally:
         self.out = Cost(prices.currency)
         self.unpriced: set[str] = set()
 
-    def add(self, entry: Mapping[str, Any]) -> None:
-        model = str(entry.get("model") or "–")
-        found = self.prices.find(entry.get("model"), entry.get("served_model"))
+    def add(self, entry: TrafficLine) -> None:
+        model = entry.model or "–"
+        found = self.prices.find(entry.model, entry.served_model)
         price = found[1] if found is not None else None
         if price is None:
             self.unpriced.add(model)
         _add(self.per_model.setdefault(model, CostRow(model)), entry, price)
-        test = entry.get("test")
-        if test:
-            _add(self.per_test.setdefault(str(test), CostRow(str(test))), entry, price)
+        if entry.test:
+            _add(self.per_test.setdefault(entry.test, CostRow(entry.test)), entry, price)
         _add(self.out.total, entry, price)
 
     def finish(self) -> Cost:

@@ -7,11 +7,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bench.core.errors import BenchError
 from bench.core.storage import Location, is_url
-from bench.scorer.results import Meta, Result
+from bench.scorer.results import Meta, Result, TrafficLine
 
 SCORES_NAME = "scores.jsonl"
 
@@ -24,7 +23,7 @@ class Scores:
     base: Path
     meta: Meta
     results: list[Result]
-    traffic: list[dict[str, Any]] = field(default_factory=list)  # one line per exchange (bench.scorer.traffic_lines)
+    traffic: list[TrafficLine] = field(default_factory=list)  # one line per exchange (bench.scorer.traffic_lines)
     # For a scores file read from object storage: the URL prefix its cassette paths are relative to.
     remote_base: str | None = None
 
@@ -112,7 +111,7 @@ class Stream:
     source: str
     base: Path
     meta: Meta
-    lines: Iterator[Result | dict[str, Any]]
+    lines: Iterator[Result | TrafficLine]
     remote_base: str | None = None
 
 
@@ -145,7 +144,7 @@ def stream(path: Location, *, jobs: int = 1) -> Iterator[Stream]:
     yield Stream(scores.source, scores.base, scores.meta, iter([*scores.results, *scores.traffic]), scores.remote_base)
 
 
-def _bare(lines: Iterator[tuple[int, Result | dict[str, Any]]]) -> Iterator[Result | dict[str, Any]]:
+def _bare(lines: Iterator[tuple[int, Result | TrafficLine]]) -> Iterator[Result | TrafficLine]:
     for _, line in lines:
         yield line
 
@@ -186,7 +185,7 @@ def paused_gc() -> Iterator[None]:
 def _from_file(path: Path) -> Scores:
     from bench.scorer.scores_io import read_scores
 
-    traffic: list[dict[str, Any]] = []
+    traffic: list[TrafficLine] = []
     with paused_gc():
         meta, results = read_scores(path, traffic=traffic)
     return Scores(source=str(path), base=path.parent, meta=meta, results=results, traffic=traffic)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from bench.scorer.report.latency import Timing, TimingTally
-from bench.scorer.results import ExchangeScore
+from bench.scorer.results import ExchangeScore, TrafficLine
 
 NO_VALUE = "–"
 
@@ -87,34 +87,31 @@ class RowTally:
         self.fingerprints: dict[str, None] = {}
         self.timing = TimingTally()
 
-    def add(self, e: Mapping[str, Any]) -> None:
+    def add(self, e: TrafficLine) -> None:
         self.requests += 1
-        self.statuses["none" if e.get("status") is None else str(e["status"])] += 1
-        self.outcomes[str(e.get("outcome"))] += 1
-        self.failed += 1 if e.get("failed") else 0
-        self.unknown.update(e.get("unknown_events") or {})
-        inputs = e.get("input_tokens")
-        if isinstance(inputs, int):
-            self.input_tokens += inputs
-            self.input_reported += e.get("input_tokens_source", "usage") == "usage"
-        self.input_counted += e.get("input_tokens_source") == "counted"
-        cached = e.get("cached_input_tokens")
-        if isinstance(cached, int):
-            self.cached_input_tokens += cached
-        outputs = e.get("output_tokens")
-        if isinstance(outputs, int):
-            self.output_tokens += outputs
-        self.output_counted += e.get("tokens_source") == "counted"
-        if e.get("system_fingerprint"):
-            self.fingerprints.setdefault(str(e["system_fingerprint"]), None)
+        self.statuses["none" if e.status is None else str(e.status)] += 1
+        self.outcomes[e.outcome] += 1
+        self.failed += 1 if e.failed else 0
+        self.unknown.update(e.unknown_events)
+        if e.input_tokens is not None:
+            self.input_tokens += e.input_tokens
+            self.input_reported += e.input_tokens_source == "usage"
+        self.input_counted += e.input_tokens_source == "counted"
+        if e.cached_input_tokens is not None:
+            self.cached_input_tokens += e.cached_input_tokens
+        if e.output_tokens is not None:
+            self.output_tokens += e.output_tokens
+        self.output_counted += e.tokens_source == "counted"
+        if e.system_fingerprint:
+            self.fingerprints.setdefault(e.system_fingerprint, None)
         self.timing.add(
             ExchangeScore(
-                ttft_us=e.get("ttft_us"),
-                e2el_us=e.get("e2el_us"),
-                tpot_us=e.get("tpot_us"),
-                itl_us=e.get("itl_us"),
-                output_tokens=e.get("output_tokens"),
-                tokens_source=e.get("tokens_source"),
+                ttft_us=e.ttft_us,
+                e2el_us=e.e2el_us,
+                tpot_us=e.tpot_us,
+                itl_us=e.itl_us,
+                output_tokens=e.output_tokens,
+                tokens_source=e.tokens_source,
             )
         )
 
@@ -196,32 +193,26 @@ class TrafficTally:
         self._cassettes: dict[Any, int] = {}
         self._fingerprints: dict[Any, int] = {}
 
-    def add(self, e: Mapping[str, Any]) -> None:
-        key = (
-            str(e.get("endpoint") or NO_VALUE),
-            str(e.get("model") or NO_VALUE),
-            str(e.get("served_model") or NO_VALUE),
-            str(e.get("client") or NO_VALUE),
-        )
+    def add(self, e: TrafficLine) -> None:
+        key = (e.endpoint or NO_VALUE, e.model or NO_VALUE, e.served_model or NO_VALUE, e.client or NO_VALUE)
         row = self.rows.get(key)
         if row is None:
             row = self.rows[key] = RowTally()
         row.add(e)
-        fingerprint = e.get("system_fingerprint")
+        fingerprint = e.system_fingerprint
         if fingerprint:
-            model = str(e.get("model") or NO_VALUE)
+            model = e.model or NO_VALUE
             stamped = self.stamped.get(model)
             if stamped is None:
                 stamped = self.stamped[model] = Stamped()
-            cassette = e.get("cassette")
             stamped.add(
-                e.get("started"),
-                self._cassettes.setdefault(cassette, len(self._cassettes)),
+                e.started,
+                self._cassettes.setdefault(e.cassette, len(self._cassettes)),
                 self._fingerprints.setdefault(fingerprint, len(self._fingerprints)),
-                str(e["id"]),
+                e.id,
             )
         self.exchanges += 1
-        self.untagged += not e.get("test")
+        self.untagged += not e.test
 
     def finish(self) -> Traffic:
         return Traffic(
@@ -255,7 +246,7 @@ class TrafficTally:
         return out
 
 
-def traffic(entries: Iterable[Mapping[str, Any]]) -> Traffic:
+def traffic(entries: Iterable[TrafficLine]) -> Traffic:
     tally = TrafficTally()
     for e in entries:
         tally.add(e)

@@ -9,6 +9,7 @@ import pytest
 from bench.catalog.model import Check
 from bench.core.errors import BenchError
 from bench.scorer.checks import evaluator_schemas, evaluator_versions, run_check, validate_checks
+from bench.scorer.context import TurnTiming
 from bench.scorer.registry import EVALUATORS, ArgError, EvalContext, Score, arg_problem, evaluator
 from bench.scorer.results import CheckScore
 from bench.scorer.scoring import score_conversation
@@ -71,10 +72,10 @@ def test_weighted_mean_and_threshold() -> None:
 
 def test_skipped_checks_are_excluded() -> None:
     checks = [Check("ttft_under", {"ms": 1}), Check("equals", {"value": "a"})]
-    result = score_conversation(spec(checks), [turn("a", timing={})])
+    result = score_conversation(spec(checks), [turn("a", timing=TurnTiming())])
     assert result.status == "scored" and result.score == 1.0
     assert result.checks[0].status == "skipped"
-    result = score_conversation(spec(checks[:1]), [turn("a", timing={})])
+    result = score_conversation(spec(checks[:1]), [turn("a", timing=TurnTiming())])
     assert result.status == "skipped" and result.score is None
 
 

@@ -16,6 +16,7 @@ from bench.proxy.server import start_proxy
 from bench.scorer.report import aggregate
 from bench.scorer.report.load import load
 from bench.scorer.report.traffic import traffic
+from bench.scorer.results import TrafficLine
 from bench.scorer.scores_io import read_scores
 
 TOOL = {
@@ -61,21 +62,21 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_rescore_writes_a_traffic_line_per_exchange(recorded: Path) -> None:
     assert main(["rescore", str(recorded), "--jobs", "1"]) == 0
-    lines: list[dict[str, Any]] = []
+    lines: list[TrafficLine] = []
     meta, results = read_scores(recorded / "scores.jsonl", traffic=lines)
     assert results == []
     assert len(lines) == 9
-    assert [x["endpoint"] for x in lines] == ["chat.completions"] * 5 + ["responses"] * 2 + ["embeddings"] + [
+    assert [x.endpoint for x in lines] == ["chat.completions"] * 5 + ["responses"] * 2 + ["embeddings"] + [
         "chat.completions"
     ]
-    assert {x["client"] for x in lines} == {"AsyncOpenAI/Python"}
+    assert {x.client for x in lines} == {"AsyncOpenAI/Python"}
     chat = lines[0]
-    assert chat["status"] == 200 and chat["output_tokens"] > 0 and chat["tokens_source"] == "usage"
-    assert chat["ttft_us"] is not None and chat["input_tokens"] > 0 and chat["system_fingerprint"] == "fp_bench_sim_1"
+    assert chat.status == 200 and chat.output_tokens > 0 and chat.tokens_source == "usage"
+    assert chat.ttft_us is not None and chat.input_tokens > 0 and chat.system_fingerprint == "fp_bench_sim_1"
     streamed_responses = lines[6]
-    assert streamed_responses["ttft_us"] is not None and streamed_responses["failed"] is False
-    assert lines[7]["e2el_us"] is not None and lines[7]["ttft_us"] is None
-    assert lines[8]["status"] == 429 and lines[8]["failed"] is True
+    assert streamed_responses.ttft_us is not None and streamed_responses.failed is False
+    assert lines[7].e2el_us is not None and lines[7].ttft_us is None
+    assert lines[8].status == 429 and lines[8].failed is True
     assert any("reported as traffic" in w for w in meta.warnings)
 
 
@@ -107,9 +108,8 @@ def test_report_on_an_untagged_cassette_has_a_traffic_section(recorded: Path, fm
         assert 'id="chart-traffic-status"' in text and 'id="chart-traffic-e2el"' in text
 
 
-def _entry(i: int, fp: str, **kw: Any) -> dict[str, Any]:
-    base = {
-        "kind": "traffic",
+def _entry(i: int, fp: str, **kw: Any) -> TrafficLine:
+    base: dict[str, Any] = {
         "cassette": "c.cassette",
         "id": f"x{i}",
         "started": 1_700_000_000_000_000 + i * 1_000_000,
@@ -132,7 +132,7 @@ def _entry(i: int, fp: str, **kw: Any) -> dict[str, Any]:
         "unknown_events": {},
     }
     base.update(kw)
-    return base
+    return TrafficLine(**base)
 
 
 def test_input_tokens_are_counted_from_the_request_when_there_is_no_usage() -> None:
@@ -147,10 +147,10 @@ def test_input_tokens_are_counted_from_the_request_when_there_is_no_usage() -> N
         response={"status": 200, "streamed": False, "chunks": [b'{"choices": []}'], "chunk_us": [10]},
     )
     entry = traffic_entry(record, parse_exchange(record), "c.cassette", "m")
-    assert (entry["input_tokens"], entry["input_tokens_source"]) == (4, "counted")  # Hello , world again
+    assert (entry.input_tokens, entry.input_tokens_source) == (4, "counted")  # Hello , world again
     record.response.chunks = [b'{"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 0}}']
     entry = traffic_entry(record, parse_exchange(record), "c.cassette", "m")
-    assert (entry["input_tokens"], entry["input_tokens_source"]) == (9, "usage")
+    assert (entry.input_tokens, entry.input_tokens_source) == (9, "usage")
 
 
 def test_fingerprint_changes_tokens_and_error_rate() -> None:

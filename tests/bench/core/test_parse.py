@@ -189,7 +189,7 @@ def test_chunks_of_the_wrong_shape_are_bad_events_not_crashes() -> None:
 def test_the_recording_proxys_loop_lag_is_carried_when_recorded() -> None:
     assert parse_exchange(stream_record(TOOL_STREAM, timing={"loop_lag_us": 1234})).timing.loop_lag_us == 1234
     assert parse_exchange(stream_record(TOOL_STREAM, timing={"end": 5})).timing.loop_lag_us is None
-    assert parse_exchange(stream_record(TOOL_STREAM)).timing.as_dict()["loop_lag_us"] is None
+    assert parse_exchange(stream_record(TOOL_STREAM)).timing.loop_lag_us is None
 
 
 def test_kept_events_are_the_plain_json_chunks() -> None:
@@ -310,18 +310,10 @@ def body_record(body: bytes, status: int | None = 200) -> Exchange:
     return exchange(response={"status": status, "streamed": False, "chunks": [body], "chunk_us": [700]})
 
 
-def test_timing_as_dict_names_every_field_as_the_scores_file_does() -> None:
+def test_timing_holds_every_figure_the_scores_file_writes() -> None:
     t = parse_exchange(stream_record(TOOL_STREAM, [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000])).timing
-    assert t.as_dict() == {
-        "ttft_us": 1000,
-        "e2el_us": 21000,
-        "tpot_us": 5000.0,
-        "itl_us": [2000, 3000, 4000, 5000, 6000],
-        "output_tokens": 5,
-        "tokens_source": "usage",
-        "n_events": 6,
-        "loop_lag_us": None,
-    }
+    assert (t.ttft_us, t.e2el_us, t.tpot_us, t.itl_us) == (1000, 21000, 5000.0, [2000, 3000, 4000, 5000, 6000])
+    assert (t.output_tokens, t.tokens_source, t.n_events, t.loop_lag_us) == (5, "usage", 6, None)
 
 
 def test_a_whole_body_that_is_not_json_is_a_finding_only_when_the_status_says_success() -> None:

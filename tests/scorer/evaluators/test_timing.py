@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+from bench.scorer.context import TurnTiming
 from tests.scorer.helpers import ctx, score
 
-TIMING = {"ttft_us": 120_000, "e2el_us": 900_000, "tpot_us": 20_000.0, "output_tokens": 40}
+TIMING = TurnTiming(ttft_us=120_000, e2el_us=900_000, tpot_us=20_000.0, output_tokens=40)
 
 
 def test_thresholds() -> None:
@@ -16,7 +17,7 @@ def test_thresholds() -> None:
 
 
 def test_missing_timing_is_skipped() -> None:
-    c = ctx("hi", timing={"ttft_us": None, "e2el_us": 5000, "tpot_us": None})
+    c = ctx("hi", timing=TurnTiming(e2el_us=5000))
     assert score("ttft_under", c, ms=1).status == "skipped"
     assert score("tokens_per_second_over", c, value=1).status == "skipped"
     assert score("total_under", c, ms=10).status == "scored"
@@ -36,7 +37,7 @@ def test_a_limit_is_strict_and_the_detail_shows_both_numbers() -> None:
 
 
 def test_what_is_missing_is_named_when_skipped() -> None:
-    c = ctx("hi", timing={"ttft_us": None, "e2el_us": None, "tpot_us": 0.0})
+    c = ctx("hi", timing=TurnTiming(tpot_us=0.0))
     assert score("ttft_under", c, ms=1).detail == "no time to first token (not streamed, or no token)"
     assert score("total_under", c, ms=1).detail == "no end-to-end latency recorded"
     assert score("total_under", c, ms=1).status == "skipped"

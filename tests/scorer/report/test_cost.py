@@ -9,37 +9,32 @@ import pytest
 from bench.cli import main
 from bench.core.errors import BenchError
 from bench.scorer.report.cost import Price, Prices, cost, cost_delta, load_prices
+from bench.scorer.results import TrafficLine
 from bench.scorer.scores_io import write_scores
 from tests.scorer.report.factory import typed_meta
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "prices.yaml"
 
 
-def entry(model: str, inp: int | None, out: int, cached: int | None = None, **kw: Any) -> dict[str, Any]:
-    return {
-        "kind": "traffic",
-        "cassette": "c.cassette",
-        "id": f"x{inp}{out}",
-        "started": 0,
-        "endpoint": "chat.completions",
-        "model": model,
-        "served_model": kw.pop("served", model),
-        "client": "curl",
-        "status": 200,
-        "outcome": "complete",
-        "failed": False,
-        "input_tokens": inp,
-        "cached_input_tokens": cached,
-        "output_tokens": out,
-        "tokens_source": kw.pop("source", "usage"),
-        "test": kw.pop("test", None),
-        "ttft_us": None,
-        "tpot_us": None,
-        "e2el_us": 1000,
-        "itl_us": [],
-        "system_fingerprint": None,
-        "unknown_events": {},
-    }
+def entry(model: str, inp: int | None, out: int, cached: int | None = None, **kw: Any) -> TrafficLine:
+    return TrafficLine(
+        cassette="c.cassette",
+        id=f"x{inp}{out}",
+        started=0,
+        endpoint="chat.completions",
+        model=model,
+        served_model=kw.pop("served", model),
+        client="curl",
+        status=200,
+        outcome="complete",
+        input_tokens=inp,
+        cached_input_tokens=cached,
+        output_tokens=out,
+        tokens_source=kw.pop("source", "usage"),
+        test=kw.pop("test", None),
+        e2el_us=1000,
+        itl_us=[],
+    )
 
 
 PRICES = Prices("EUR", {"big": Price(10.0, 2.0, 30.0), "small-*": Price(1.0, 1.0, 2.0)})

@@ -9,11 +9,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import orjson
 import pytest
 
 from bench.scorer.report import aggregate, render_html
 from bench.scorer.report.load import load
+from bench.scorer.scores_io import dumps
 from tests.scorer.report.factory import meta, synthetic, write_scores
 from tests.scorer.test_traffic_lines import _entry
 
@@ -48,7 +48,7 @@ def test_charts_are_drawn_in_a_browser(tmp_path: Path) -> None:
         )
     ]
     with scores.open("ab") as fh:
-        fh.writelines(orjson.dumps(t) + b"\n" for t in traffic)
+        fh.writelines(dumps(t) for t in traffic)
     report = aggregate.build(load(scores))
     assert len(report.traffic.rows) == 3
     page = render_html.render(report)
