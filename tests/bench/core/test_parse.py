@@ -303,7 +303,7 @@ def test_a_tool_call_written_as_text_is_found_anywhere_in_the_answer() -> None:
         assert "text_tool_call" not in p.findings, prose
 
 
-# Tests written for mutation testing's survivors (docs/testing.md): each pins what a caller sees.
+# Tests written for mutation testing's survivors (docs/measurements/2026-12-mutation.md): each pins what a caller sees.
 
 
 def body_record(body: bytes, status: int | None = 200) -> Exchange:
