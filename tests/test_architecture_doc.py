@@ -72,3 +72,21 @@ def test_every_bare_file_name_exists() -> None:
     files = {f.name for top in PACKAGES for f in (ROOT / top).rglob("*.py")}
     missing = sorted(names - files)
     assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+
+
+def test_the_layers_drawn_are_the_ones_import_linter_enforces() -> None:
+    import tomllib
+
+    text = DOC.read_text(encoding="utf-8")
+    block = text.split("<!-- layers:", 1)[1].split("```", 2)[1]
+    drawn = [line.split("  ", 1)[0].strip() for line in block.strip().splitlines()]
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in config if c["type"] == "layers"]
+    assert drawn == layers
+
+
+def test_every_command_module_is_named() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    commands = sorted(p.name for p in (ROOT / "bench" / "cli").glob("*_command.py"))
+    assert len(commands) >= 10
+    assert [c for c in commands if c not in text] == []
