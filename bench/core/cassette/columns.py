@@ -22,6 +22,7 @@ import msgpack
 NONE, SHUFFLED, LIST = 0, 1, 2
 HEAD = struct.Struct("<BI")
 _WIDE = 4
+_NATIVE_U32 = array("I").itemsize == _WIDE
 
 
 def payload_parts(packed: bytes, times: list[int] | None) -> tuple[bytes, bytes]:
@@ -48,8 +49,9 @@ def _column(times: list[int]) -> tuple[int, bytes]:
     return SHUFFLED, b"".join(raw[i::_WIDE] for i in range(_WIDE))
 
 
-def split(data: bytes) -> tuple[bytes, list[int] | None]:
-    """(msgpack record, times or None) from a v2 payload; ValueError if it is not one."""
+def split(data: bytes | memoryview) -> tuple[bytes | memoryview, list[int] | None]:
+    """(msgpack record, times or None) from a v2 payload; ValueError if it is not one. A view in, views out: the
+    record is not copied on its way to the decoder."""
     if len(data) < HEAD.size:
         raise ValueError("payload shorter than its column header")
     kind, n = HEAD.unpack_from(data)
@@ -69,7 +71,7 @@ def split(data: bytes) -> tuple[bytes, list[int] | None]:
     raise ValueError(f"unknown or malformed time column (kind {kind})")
 
 
-def record_part(data: bytes) -> memoryview:
+def record_part(data: bytes | memoryview) -> memoryview:
     """The msgpack record of a v2 payload without decoding its column (for readers that need a field or two)."""
     if len(data) < HEAD.size:
         raise ValueError("payload shorter than its column header")
@@ -79,15 +81,17 @@ def record_part(data: bytes) -> memoryview:
     return memoryview(data)[HEAD.size + n :]
 
 
-def _unshuffle(column: bytes) -> list[int]:
+def _unshuffle(column: bytes | memoryview) -> list[int]:
     if len(column) % _WIDE:
         raise ValueError("uint32 time column of a length that is not a multiple of 4")
     n = len(column) // _WIDE
     raw = bytearray(len(column))
     for i in range(_WIDE):
         raw[i::_WIDE] = column[i * n : (i + 1) * n]
-    values = array("I")
+    if sys.byteorder == "little" and _NATIVE_U32:
+        # Read in place as native uint32: no copy into an array first.
+        return memoryview(raw).cast("I").tolist()
+    values = array("I")  # pragma: no cover - big-endian machines
     values.frombytes(bytes(raw))
-    if sys.byteorder != "little":  # pragma: no cover
-        values.byteswap()
+    values.byteswap()
     return values.tolist()

@@ -69,12 +69,77 @@ class Unframer:
         self._pos = 0
         self._resync = False
 
-    def feed(self, data: bytes) -> Iterator[tuple[int, bytes]]:
-        self._buf += data
-        if not self._resync:
+    def feed(self, data: bytes) -> Iterator[tuple[int, bytes | memoryview]]:
+        """The records completed by `data`. Records that lie whole inside `data` come as views of it (no copy: `data`
+        is never changed, so a view stays valid); only a record cut between two pieces is joined in the buffer."""
+        if self._resync:
+            self._buf += data
+            return
+        at = 0
+        if len(self._buf) > self._pos:
+            # A record begun in the previous piece: complete it from the front of this one, then go on in place.
+            at = self._complete(data)
             yield from self._parse()
+            if self._resync:
+                self._buf += data[at:]  # damage: the rest of the frame is searched at its end
+                return
+            if len(self._buf) > self._pos:
+                return  # the record still is not whole
+            self._buf = bytearray()
+            self._pos = 0
+        yield from self._parse_in(data, at)
 
-    def finish(self) -> Iterator[tuple[int, bytes]]:
+    def _complete(self, data: bytes) -> int:
+        """Moves into the buffer the bytes of `data` that the record begun there needs (all of them if its prefix
+        cannot be trusted yet); returns how many were taken."""
+        have = len(self._buf) - self._pos
+        need = PREFIX.size - have
+        if need > 0:
+            self._buf += data[:need]
+            if len(self._buf) - self._pos < PREFIX.size:
+                return len(data)
+            taken = need
+        else:
+            taken = 0
+        length, seq, _ = PREFIX.unpack_from(self._buf, self._pos)
+        if not self.last_seq < seq <= self.last_seq + MAX_GAP:
+            self._buf += data[taken:]  # not a plausible record: _parse finds the damage
+            return len(data)
+        missing = self._pos + PREFIX.size + length - len(self._buf)
+        if missing > 0:
+            self._buf += data[taken : taken + missing]
+            taken += missing
+        return min(taken, len(data))
+
+    def _parse_in(self, data: bytes, pos: int) -> Iterator[tuple[int, bytes | memoryview]]:
+        """Records read in place from `data` from `pos` on; what is left (a record not yet whole, or damage to
+        search) goes to the buffer."""
+        n = len(data)
+        view = memoryview(data)
+        unpack = PREFIX.unpack_from
+        while n - pos >= PREFIX.size:
+            length, seq, stored = unpack(data, pos)
+            last = self.last_seq
+            if not last < seq <= last + MAX_GAP:
+                break
+            end = pos + PREFIX.size + length
+            if end > n:
+                break
+            payload = view[pos + PREFIX.size : end]
+            if check(length, seq, payload) != stored:
+                break
+            if seq > last + 1:
+                self.lost += seq - last - 1
+            self.last_seq = seq
+            pos = end
+            yield seq, payload
+        if pos < n:
+            self._buf = bytearray(data[pos:])
+            self._pos = 0
+            # Not a plausible record start, or a whole one whose checksum fails: damage, searched at the frame's end.
+            self._resync = bool(len(self._buf) >= PREFIX.size and not self._incomplete(0))
+
+    def finish(self) -> Iterator[tuple[int, bytes | memoryview]]:
         """End of the frame's data: resynchronise through what is left, then count the rest as damage."""
         if self._resync:
             yield from self._search()
@@ -83,7 +148,7 @@ class Unframer:
         self._pos = 0
         self._resync = False
 
-    def _parse(self) -> Iterator[tuple[int, bytes]]:
+    def _parse(self) -> Iterator[tuple[int, bytes | memoryview]]:
         buf = self._buf
         while len(buf) - self._pos >= PREFIX.size:
             if self._incomplete(self._pos):
@@ -97,7 +162,7 @@ class Unframer:
             del buf[: self._pos]
             self._pos = 0
 
-    def _search(self) -> Iterator[tuple[int, bytes]]:
+    def _search(self) -> Iterator[tuple[int, bytes | memoryview]]:
         buf = self._buf
         start = self._pos
         while True:

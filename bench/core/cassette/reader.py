@@ -236,7 +236,7 @@ class CassetteReader:
         self.lost += unframer.lost
         self._bad_bytes += unframer.bad_bytes
 
-    def _decode(self, seq: int, payload: bytes) -> Iterator[Exchange]:
+    def _decode(self, seq: int, payload: bytes | memoryview) -> Iterator[Exchange]:
         try:
             packed, times = columns.split(payload)
         except ValueError as exc:
@@ -288,7 +288,7 @@ class CassetteReader:
                 return
         yield record
 
-    def _from_map(self, packed: bytes, times: list[int] | None) -> Iterator[Exchange]:
+    def _from_map(self, packed: bytes | memoryview, times: list[int] | None) -> Iterator[Exchange]:
         try:
             obj = msgpack.unpackb(packed, raw=False)
             if times is not None:
@@ -369,7 +369,7 @@ class CassetteReader:
 PAYLOAD_ERRORS = (msgspec.DecodeError, msgpack.UnpackException, ValueError, TypeError, KeyError, IndexError)
 
 
-def exchange_of_payload(payload: bytes, version: int) -> Exchange | None:
+def exchange_of_payload(payload: bytes | memoryview, version: int) -> Exchange | None:
     """A record's payload (its checksum already checked) as the exchange it holds; None for another kind of record.
     Raises one of PAYLOAD_ERRORS when it is not a well-formed record (for one line on what was wrong, read the file
     with CassetteReader)."""
@@ -389,7 +389,7 @@ def exchange_of_payload(payload: bytes, version: int) -> Exchange | None:
     return record
 
 
-def part_of_payload(payload: bytes) -> Part | None:
+def part_of_payload(payload: bytes | memoryview) -> Part | None:
     """A record's payload as the part record it holds; None for another kind. Raises one of PAYLOAD_ERRORS when it
     is not a well-formed record."""
     packed, times = columns.split(payload)

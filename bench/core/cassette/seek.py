@@ -302,10 +302,10 @@ class SeekIndex:
         return found
 
 
-def _frame_payloads(data: bytes, first_seq: int, seqs: Collection[int]) -> dict[int, bytes]:
+def _frame_payloads(data: bytes, first_seq: int, seqs: Collection[int]) -> dict[int, bytes | memoryview]:
     """The payloads of the records with these sequence numbers in one frame's bytes (checksums checked)."""
     unframer = Unframer(last_seq=first_seq - 1)
-    got: dict[int, bytes] = {}
+    got: dict[int, bytes | memoryview] = {}
     for event in frames.walk(data):
         records = unframer.feed(event.data) if isinstance(event, frames.Data) else unframer.finish()
         for seq, payload in records:
