@@ -76,6 +76,7 @@ class Request:
     models: Sequence[str] = ()
     rules: Sequence[Rule] = ()
     dask: str | None = None
+    parse_cache: str | None = None  # a folder: every exchange's parse kept there (bench.scorer.parse_cache)
 
 
 def rescore(
@@ -153,6 +154,7 @@ def prepare(request: Request, base: Path) -> tuple[Catalog, list[storage.Locatio
         max_tokens=request.max_tokens,
         deadline_us=None if request.deadline_s is None else int(request.deadline_s * 1e6),
         rules=tuple(request.rules),
+        parse_cache=request.parse_cache,
     )
     return catalog, files, options
 

@@ -21,11 +21,12 @@ import orjson
 from bench.catalog.model import Catalog, TestSpec
 from bench.core import storage
 from bench.core.cassette import CassetteReader
-from bench.core.cassette.records import Exchange, Header
+from bench.core.cassette.records import Exchange
 from bench.core.endpoints import endpoint_of
 from bench.core.errors import CassetteError
 from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange
+from bench.scorer import parse_cache
 from bench.scorer.context import Turn
 from bench.scorer.recognise import Recogniser
 from bench.scorer.results import CassetteInfo, Result, TrafficLine, Verdict
@@ -62,6 +63,7 @@ class Options:
     max_tokens: int | None = None
     deadline_us: int | None = None
     rules: tuple[Rule, ...] = ()
+    parse_cache: str | None = None  # the parse cache's folder (bench.scorer.parse_cache); None: parse every exchange
 
 
 @dataclass
@@ -157,7 +159,7 @@ def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
         if unit.shard == 0:
             out.warnings.append(f"{exc} (skipped)")
         return out
-    scorer = _UnitScorer(unit, catalog, options, reader.header, out)
+    scorer = _UnitScorer(unit, catalog, options, reader, out)
     # Parsing allocates ~1k short-lived acyclic objects per exchange; the cyclic GC rescanning them costs ~10%.
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -169,6 +171,8 @@ def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
     finally:
         if gc_was_enabled:
             gc.enable()
+        if scorer.cache is not None:
+            scorer.cache.flush()
     if unit.shard == 0:
         scorer.describe(reader)
     scorer.score_groups()
@@ -179,8 +183,11 @@ class _UnitScorer:
     """The state of one unit while its cassette streams by: the conversations being gathered, and the counts its
     warnings report."""
 
-    def __init__(self, unit: Unit, catalog: Catalog, options: Options, header: Header, out: UnitOutput) -> None:
+    def __init__(self, unit: Unit, catalog: Catalog, options: Options, reader: CassetteReader, out: UnitOutput) -> None:
+        header = reader.header
         self.unit, self.catalog, self.opts, self.header, self.out = unit, catalog, options, header, out
+        self.digest = reader.digest  # the checked payload's digest of the exchange being seen: the cache's key
+        self.cache = parse_cache.for_process(options.parse_cache)
         self.rel = relative_name(unit.location, options.base)
         self.run = header.run.id or None
         self.hashes = dict(header.run.tests) if header.run.tests is not None else None
@@ -188,9 +195,17 @@ class _UnitScorer:
         self.groups: dict[Key, Group] = {}
         self.untagged = self.claimed = 0
 
+    def parse_once(
+        self, record: Exchange, max_tokens: int | None = None, deadline_us: int | None = None
+    ) -> ParsedExchange:
+        """The one place a unit parses: from the parse cache when it holds this record's parse."""
+        if self.cache is None:
+            return parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us)
+        return self.cache.parse(record, self.digest, max_tokens=max_tokens, deadline_us=deadline_us)
+
     def parse(self, record: Exchange, *, warn: bool = True) -> ParsedExchange | None:
         try:
-            return parse_exchange(record, max_tokens=self.opts.max_tokens, deadline_us=self.opts.deadline_us)
+            return self.parse_once(record, self.opts.max_tokens, self.opts.deadline_us)
         except MALFORMED as exc:
             if warn:
                 where = self.unit.location
@@ -229,7 +244,7 @@ class _UnitScorer:
             if mine:
                 # A malformed exchange is reported where the tagged exchange is parsed again.
                 with contextlib.suppress(*MALFORMED):
-                    self._add_claims(mine, parse_exchange(record))
+                    self._add_claims(mine, self.parse_once(record))
             return True
         self.untagged += 1
         reports = self.unit.reports(record.id)

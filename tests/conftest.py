@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from bench.core.close_level import CLOSE_LEVEL_ENV
+from bench.scorer.parse_cache import ENV as PARSE_CACHE_ENV
 from tests.support import early
 from tests.support.collected import remember
 from tests.support.llm_server import gguf_path, llama_server
@@ -20,6 +23,12 @@ from tests.support.s3 import s3, s3_server  # noqa: F401 - fixtures
 # traffic, while the compaction code runs the same at any level. Set here, it reaches every process a test starts;
 # the tests of the default levels and sizes (tests/bench/core/cassette/test_size.py) take it away.
 os.environ.setdefault(CLOSE_LEVEL_ENV, "6")
+
+# Every `bench rescore` a test starts keeps its parses in a folder of this test process's (removed at its end), never
+# in the user's cache: the suite's rescores run with the cache, as users' do.
+_PARSE_CACHE = None
+if PARSE_CACHE_ENV not in os.environ:
+    _PARSE_CACHE = os.environ[PARSE_CACHE_ENV] = tempfile.mkdtemp(prefix="bench-parse-cache-")
 
 # Hypothesis times each example (200 ms deadline) and the generation of data (too_slow): both are wall-clock limits,
 # which fail on a loaded machine with no bug to find. What the properties assert does not depend on time.
@@ -49,3 +58,5 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     early.stop(config)
+    if _PARSE_CACHE is not None:
+        shutil.rmtree(_PARSE_CACHE, ignore_errors=True)

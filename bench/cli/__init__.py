@@ -14,6 +14,7 @@ from types import ModuleType
 
 from bench import __version__
 from bench.cli import (
+    cache_command,
     cassette_command,
     catalog_command,
     demo_command,
@@ -38,6 +39,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     sim_command,
     demo_command,
     rescore_command,
+    cache_command,
     report_command,
     view_command,
 )

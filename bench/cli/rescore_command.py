@@ -41,6 +41,13 @@ def register(subparsers: Any) -> None:
         metavar="SCHEDULER",
         help="run on Dask: a scheduler address (tcp://HOST:8786) or local[:N] for N local workers (docs/scale.md)",
     )
+    p.add_argument(
+        "--parse-cache",
+        metavar="DIR",
+        help="keep every exchange's parse in DIR for the next rescore (default: $BENCH_PARSE_CACHE, else "
+        "~/.cache/bench; `bench cache clear` empties it)",
+    )
+    p.add_argument("--no-parse-cache", action="store_true", help="parse every exchange; read and write no cache")
     p.set_defaults(handler=run)
 
 
@@ -48,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from bench.core.errors import BenchError
+    from bench.scorer import parse_cache
     from bench.scorer.checked_catalog import load_catalog
     from bench.scorer.rescore import Request, default_base, rescore
     from bench.scorer.rescore_summary import print_summary
@@ -73,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         models=args.model,
         rules=rules,
         dask=args.dask,
+        parse_cache=parse_cache.configured(args.parse_cache, off=args.no_parse_cache),
     )
     written = rescore(request, out, previous=out if out.exists() else None)
     print_summary(Console(), written.meta, written.tally, written.flips, str(out), traffic=written.traffic)

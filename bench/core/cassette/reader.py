@@ -19,6 +19,7 @@ from typing import Any
 
 import msgpack
 import msgspec
+import xxhash
 
 from bench.core.cassette import columns, frames
 from bench.core.cassette.envelope import Unframer
@@ -88,6 +89,7 @@ class CassetteReader:
         self._part_bytes: dict[int, int] = {}  # their body bytes (a part kept without its reads: part_bodies=False)
         self._partless = 0  # exchanges dropped: a part of their body was lost
         self._released = 0  # the mapped file's pages before this offset were let go (frames.release)
+        self._payload: bytes | memoryview | None = None  # the checked payload of the exchange last returned
         try:
             self._buf = frames.open_bytes(self.path)
         except OSError as exc:
@@ -274,6 +276,7 @@ class CassetteReader:
             return
         if times is not None:
             record.response.chunk_us = times
+        checked: bytes | memoryview | None = payload
         if record.response.parts:
             try:
                 parts = [self._parts.pop(s, None) for s in record.response.parts]
@@ -286,7 +289,16 @@ class CassetteReader:
             except PartsMissing:
                 self._partless += 1
                 return
+            checked = None  # its body is in other records too: no one payload holds it
+        self._payload = checked
         yield record
+        self._payload = None
+
+    def digest(self) -> bytes | None:
+        """XXH3-128 of the payload of the exchange last returned, as its checksum verified it: a key for what is
+        derived from the record alone (bench.scorer.parse_cache). None for an exchange whose body came in part records
+        or from a v1 file (no checked payload), and outside the iteration."""
+        return None if self._payload is None else xxhash.xxh3_128_digest(self._payload)
 
     def _from_map(self, packed: bytes | memoryview, times: list[int] | None) -> Iterator[Exchange]:
         try:
