@@ -131,12 +131,26 @@ def event_payloads(chunks: Sequence[bytes], times: Sequence[int]) -> tuple[list[
     # The usual recording: each read is one whole `data: ...` event. Every read starting with `data: ` and ending
     # with LF LF, with no other LF anywhere, proves it with three C-level passes; then the read times are the event
     # times and nothing needs splitting.
+    lfs = data.count(b"\n")
+    n = len(chunks)
     if (
-        data.count(b"\n") == 2 * len(chunks)
+        lfs == 2 * n
         and all(map(bytes.endswith, chunks, repeat(b"\n\n")))
         and all(map(bytes.startswith, chunks, repeat(b"data: ")))
     ):
         return list(times), [c[6:-2] for c in chunks], False
+    if lfs == 3 * n and n:
+        # The Responses API's: each read one `event: NAME` line, one `data: ` line and the empty line. With 3n LFs,
+        # lines 0, 3, 6... `event: ` lines and lines 1, 4, 7... `data: ` lines, the n empty lines that n reads ending
+        # with LF LF hold can only be lines 2, 5, 8...: each read is exactly one such event (C-level passes, no loop).
+        lines = data.split(b"\n")
+        datas = lines[1::3]
+        if (
+            all(map(bytes.endswith, chunks, repeat(b"\n\n")))
+            and all(map(bytes.startswith, datas, repeat(b"data: ")))
+            and all(map(bytes.startswith, lines[0 : 3 * n : 3], repeat(b"event: ")))
+        ):
+            return list(times), [d[6:] for d in datas], False
     # One C-level split instead of a find per event: this runs for every event of every recorded stream.
     blocks = data.split(b"\n\n")
     events = blocks[:-1]

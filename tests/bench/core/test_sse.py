@@ -4,7 +4,7 @@ import bisect
 import itertools
 import re
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bench.core.sse import SSEParser, _slow_events, event_payloads, events_with_times
@@ -357,3 +357,37 @@ def test_fast_and_general_paths_agree_on_arbitrary_bytes(events: list[bytes], cu
         assert payloads == [e[1].encode() for e in want.events]
         assert stamps == [times[e[0]] for e in want.events]
         assert all(p.decode() is not None for p in payloads)  # valid UTF-8, whatever the reads held
+
+
+# Reads of three LFs each that look like the Responses API's `event:`/`data:` framing, and some that only nearly do
+# (the LFs elsewhere, a read without its `event:` line, two `data:` lines, a comment): the fast path must take only
+# the real framing and give, for all of them, what the standard's parser gives.
+# UTF-8 values (bytes that are not take the parser's path before any fast path is tried).
+text_value = st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=["Cs"]), max_size=8).map(
+    str.encode
+)
+responses_read = st.one_of(
+    st.builds(lambda name, value: b"event: " + name + b"\ndata: " + value + b"\n\n", text_value, text_value),
+    st.builds(lambda value: b"data: " + value + b"\n\n\n", text_value),
+    st.builds(lambda a, b: b"data: " + a + b"\ndata: " + b + b"\n\n", text_value, text_value),
+    st.builds(lambda a, b: b": " + a + b"\ndata: " + b + b"\n\n", text_value, text_value),
+    st.builds(lambda a, b: b"event: " + a + b"\n\n" + b + b"\n", text_value, text_value),
+    st.builds(lambda a: b"event: " + a + b"\ndata: x\n", text_value),
+    st.builds(lambda a: b"event: " + a + b"\ndata: x\n\n\n\n", text_value),
+    st.builds(lambda a, b: b"event: " + a + b"\nid: " + b + b"\n\n", text_value, text_value),
+    st.just(b"\n\n\n"),
+)
+
+
+@example(reads=[b"data: a\ndata: b\n\n"], cuts=[])
+@example(reads=[b"event: a\ndata: b\n", b"\nevent: c\ndata: d\n\n"], cuts=[])
+@example(reads=[b"event: a\n\ndata: x\n\n", b"event: b\n\n"], cuts=[])
+@given(reads=st.lists(responses_read, max_size=6), cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=4))
+def test_responses_framing_fast_path_agrees_with_the_standard(reads: list[bytes], cuts: list[int]) -> None:
+    for chunks in (reads or [b""], split(b"".join(reads), cuts)):
+        times = [100 + 10 * i for i in range(len(chunks))]
+        want = Reference(chunks)
+        stamps, payloads, cut = event_payloads(chunks, times)
+        assert (stamps, payloads, cut) == _slow_events(chunks, times)
+        assert payloads == [e[1].encode() for e in want.events]
+        assert stamps == [times[e[0]] for e in want.events]
