@@ -9,7 +9,14 @@ Completions streams and once as Responses API event streams (`event:` + `data:` 
 as OpenAI sends them), rescored with one job in interleaved rounds (CPU time): exchanges/s/core for each API and
 their ratio. Untagged exchanges are parsed and written as traffic lines, not scored.
 
-    .venv/bin/python benchmarks/rescore_speed.py [--exchanges 4000] [--rounds 3] [--memory]
+Side by side with other trees: `--baseline TREE` (repeatable; e.g. /work/base, today's main before the namespace
+move, or a checkout of 750db77, before format v2) runs benchmarks/rescore_tree.py for this tree and each baseline in
+interleaved rounds of their own processes (random order each round) and prints exchanges/s per core (CPU time) for
+read only, read + parse, the first rescore (into an empty parse cache where the tree has one), the second with one
+check changed (reading the parses) and untagged chat / Responses traffic: best and median of the rounds, and each
+baseline's figure over this tree's.
+
+    .venv/bin/python benchmarks/rescore_speed.py [--exchanges 4000] [--rounds 3] [--memory] [--baseline TREE ...]
 """
 
 from __future__ import annotations
@@ -18,11 +25,13 @@ import argparse
 import gc
 import os
 import random
+import statistics
 import string
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -268,6 +277,14 @@ def bench_catalog() -> Catalog:
     return Catalog(tests={"b.text": text, "b.tool": tool}, hash="bench", root=ROOT)
 
 
+def changed_catalog() -> Catalog:
+    """The benchmark's catalog with one check changed (the regex): what a user does before a second rescore."""
+    catalog = bench_catalog()
+    text = catalog.tests["b.text"]
+    checks = tuple(Check("regex", {"pattern": r"Answer:\s+\w+"}) if c.evaluator == "regex" else c for c in text.checks)
+    return Catalog(tests={**catalog.tests, "b.text": replace(text, checks=checks)}, hash="bench2", root=ROOT)
+
+
 def build(path: Path, n: int) -> tuple[float, int]:
     """Write n exchanges; returns the mean SSE chunk size and the raw response bytes."""
     sizes: list[int] = []
@@ -327,12 +344,67 @@ def peak_rss_mib(path: Path) -> float:
     return int(out.stdout.split()[-2]) / 1024
 
 
+STEPS = {
+    "read": "read only (decompress + unpack + checks)",
+    "parse": "read + parse",
+    "first": "first rescore --jobs 1 (empty parse cache)",
+    "nocache": "rescore --jobs 1, no parse cache",
+    "second": "second rescore, one check changed (cache)",
+    "chat": "untagged chat traffic, first rescore",
+    "responses": "untagged Responses API traffic, first rescore",
+}
+
+
+def side_by_side(trees: list[Path], n: int, rounds: int) -> None:
+    """Every tree's steps in interleaved rounds, one process per tree and round; exchanges/s per core."""
+    script = ROOT / "benchmarks" / "rescore_tree.py"
+    with tempfile.TemporaryDirectory() as tmp:
+        works = [Path(tmp) / f"tree{i}" for i in range(len(trees))]
+
+        def run(tree: Path, work: Path, *extra: str) -> str:
+            cmd = [sys.executable, str(script), "--tree", str(tree), "--work", str(work), "--exchanges", str(n)]
+            return subprocess.run([*cmd, *extra], capture_output=True, check=True, text=True).stdout
+
+        for tree, work in zip(trees, works, strict=True):
+            run(tree, work, "--build-only")
+        seen: list[dict[str, list[float]]] = [{} for _ in trees]
+        order = list(range(len(trees)))
+        rng = random.Random(37)
+        for _ in range(rounds):
+            rng.shuffle(order)
+            for i in order:
+                for step, seconds in orjson.loads(run(trees[i], works[i]).splitlines()[-1]).items():
+                    seen[i].setdefault(step, []).append(n / seconds)
+    print(f"{n} exchanges, {rounds} interleaved rounds, exchanges/s per core (CPU time): best / median")
+    print("| step | " + " | ".join(str(t) for t in trees) + " | " + " | ".join(f"{t.name} / this" for t in trees[1:]))
+    print("|---" * (2 * len(trees)) + "|")
+    for step, label in STEPS.items():
+        if step not in seen[0]:
+            continue
+        cells = []
+        for figures in seen:
+            got = figures.get(step)
+            cells.append(f"{max(got):,.0f} / {statistics.median(got):,.0f}" if got else "-")
+        ratios = []
+        for figures in seen[1:]:
+            got = figures.get(step)
+            ratios.append(f"{statistics.median(got) / statistics.median(seen[0][step]):.2f}x" if got else "-")
+        print(f"| {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    chat, responses = seen[0].get("chat"), seen[0].get("responses")
+    if chat and responses:
+        print(f"this tree: Responses API / chat speed {statistics.median(responses) / statistics.median(chat):.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--exchanges", type=int, default=4000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--memory", action="store_true", help="also peak RSS for n and 4n exchanges (builds 4n more)")
+    ap.add_argument("--baseline", type=Path, action="append", default=[], help="another source tree to compare with")
     args = ap.parse_args()
+    if args.baseline:
+        side_by_side([ROOT, *args.baseline], args.exchanges, args.rounds)
+        return
     cores = os.cpu_count() or 1
     catalog = bench_catalog()
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,87 @@
+"""One round of `benchmarks/rescore_speed.py --baseline` for one source tree, in a process of its own.
+
+Loads TREE/benchmarks/rescore_speed.py (which puts TREE first on sys.path, so every import is that tree's code: this
+tree, today's main before the namespace move, or 750db77 before format v2), builds its cassettes once in WORK (each
+tree writes its own format), and prints the CPU seconds of this process for each step as one JSON line:
+- read: decompress + unpack (+ checks) of every record; parse: read + bench's parse of every exchange;
+- first: `rescore --jobs 1` (a tree with a parse cache: into an empty one, so writing it is counted);
+- nocache: the same without a cache (trees with one); second: again with one check changed (the regex), reading
+  the parses the first left (the loop the cache is for);
+- chat / responses: untagged Chat Completions / Responses API traffic rescored with one job (trees that have it),
+  into an empty cache where there is one.
+
+    python benchmarks/rescore_tree.py --tree DIR --work DIR [--exchanges 4000] [--build-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import inspect
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+
+def load(tree: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tree_rescore_speed", tree / "benchmarks" / "rescore_speed.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def cpu(fn: Callable[[], Any]) -> float:
+    gc.collect()
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tree", type=Path, required=True)
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--exchanges", type=int, default=4000)
+    ap.add_argument("--build-only", action="store_true")
+    args = ap.parse_args()
+    rs = load(args.tree.resolve())
+    work: Path = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / "speed.cassette"
+    apis = ("chat", "responses") if hasattr(rs, "build_traffic") else ()
+    if not path.exists():
+        rs.build(path, args.exchanges)
+        for api in apis:
+            rs.build_traffic(work / f"traffic-{api}.cassette", args.exchanges, api)
+    if args.build_only:
+        return
+    catalog = rs.bench_catalog()
+    cached = "parse_cache" in inspect.signature(rs.rescore).parameters
+    folder = work / "parse-cache"
+    shutil.rmtree(folder, ignore_errors=True)
+    kw: dict[str, Any] = {"parse_cache": str(folder)} if cached else {}
+    out: dict[str, float] = {
+        "read": cpu(lambda: sum(1 for _ in rs.CassetteReader(path))),
+        "parse": cpu(lambda: rs.parse_all(path)),
+        "first": cpu(lambda: rs.rescore([path], catalog=catalog, jobs=1, **kw)),
+    }
+    if cached:
+        out["nocache"] = cpu(lambda: rs.rescore([path], catalog=catalog, jobs=1))
+        changed = rs.changed_catalog()
+        out["second"] = cpu(lambda: rs.rescore([path], catalog=changed, jobs=1, **kw))
+    for api in apis:
+        shutil.rmtree(folder, ignore_errors=True)
+        traffic = work / f"traffic-{api}.cassette"
+        out[api] = cpu(lambda traffic=traffic: rs.rescore([traffic], catalog=catalog, jobs=1, traffic=[], **kw))
+    shutil.rmtree(folder, ignore_errors=True)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
