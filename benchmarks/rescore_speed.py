@@ -306,10 +306,11 @@ def build(path: Path, n: int) -> tuple[float, int]:
     return sum(sizes) / len(sizes), sum(sizes)
 
 
-def rescore_to_temp(path: Path | str, catalog: Catalog, jobs: int) -> None:
-    """`bench rescore` of one cassette into a scores file that is then thrown away."""
+def rescore_to_temp(path: Path | str, catalog: Catalog, jobs: int, parse_cache: str | None = None) -> None:
+    """`bench rescore` of one cassette into a scores file that is then thrown away (`parse_cache`: its folder)."""
     with tempfile.TemporaryDirectory() as tmp:
-        rescore(Request([Path(path)], catalog=catalog, jobs=jobs), Path(tmp) / "scores.jsonl")
+        request = Request([Path(path)], catalog=catalog, jobs=jobs, parse_cache=parse_cache)
+        rescore(request, Path(tmp) / "scores.jsonl")
 
 
 def parse_all(path: Path) -> None:

@@ -62,23 +62,30 @@ def main() -> None:
     if args.build_only:
         return
     catalog = rs.bench_catalog()
-    cached = "parse_cache" in inspect.signature(rs.rescore).parameters
     folder = work / "parse-cache"
     shutil.rmtree(folder, ignore_errors=True)
-    kw: dict[str, Any] = {"parse_cache": str(folder)} if cached else {}
+    # Today's trees rescore into a scores file (rescore_to_temp); older ones return results (rescore).
+    cached = hasattr(rs, "rescore_to_temp") and "parse_cache" in inspect.signature(rs.rescore_to_temp).parameters
+
+    def rescore(source: Path, cat: Any, cache: bool = True) -> None:
+        if hasattr(rs, "rescore_to_temp"):
+            rs.rescore_to_temp(source, cat, 1, **({"parse_cache": str(folder)} if cached and cache else {}))
+        else:
+            rs.rescore([source], catalog=cat, jobs=1, **({"traffic": []} if apis else {}))
+
     out: dict[str, float] = {
         "read": cpu(lambda: sum(1 for _ in rs.CassetteReader(path))),
         "parse": cpu(lambda: rs.parse_all(path)),
-        "first": cpu(lambda: rs.rescore([path], catalog=catalog, jobs=1, **kw)),
+        "first": cpu(lambda: rescore(path, catalog)),
     }
     if cached:
-        out["nocache"] = cpu(lambda: rs.rescore([path], catalog=catalog, jobs=1))
+        out["nocache"] = cpu(lambda: rescore(path, catalog, cache=False))
         changed = rs.changed_catalog()
-        out["second"] = cpu(lambda: rs.rescore([path], catalog=changed, jobs=1, **kw))
+        out["second"] = cpu(lambda: rescore(path, changed))
     for api in apis:
         shutil.rmtree(folder, ignore_errors=True)
         traffic = work / f"traffic-{api}.cassette"
-        out[api] = cpu(lambda traffic=traffic: rs.rescore([traffic], catalog=catalog, jobs=1, traffic=[], **kw))
+        out[api] = cpu(lambda traffic=traffic: rescore(traffic, catalog))
     shutil.rmtree(folder, ignore_errors=True)
     print(json.dumps(out))
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from bench.core.cassette.framing import Unframer, frame_record
 from hypothesis import given
 from hypothesis import strategies as st
+
+from bench.core.cassette.envelope import Unframer, frame_record
 
 
 def read(pieces: list[bytes], last_seq: int = 0) -> tuple[list[tuple[int, bytes]], int, int]:
