@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.catalog.model import Check, Workspace
+from bench.scorer.checks import run_check
 from bench.scorer.context import EvalContext
-from bench.scorer.registry import run_check
 from bench.scorer.workspace_replay import replay_workspace
 from bench.workspace import sandbox
 from tests.scorer.helpers import call, spec, turn

@@ -7,10 +7,9 @@ from pipes with a bound; a wall-clock deadline after which every process of the 
 missing or cannot create namespaces, running raises SandboxUnavailable saying how to fix it: never an unsandboxed run.
 """
 
-from bench.workspace.sandbox.box import Sandbox, set_semaphore
+from bench.workspace.sandbox.box import Sandbox, require, set_semaphore, unavailable
 from bench.workspace.sandbox.languages import Interpreter, c_compiler, python_interpreter, run_c, run_python
 from bench.workspace.sandbox.limits import MAX_OUTPUT, Limits, RunResult, SandboxUnavailable
-from bench.workspace.sandbox.probe import require, unavailable
 from bench.workspace.sandbox.user import hand_over
 from bench.workspace.sandbox.view import MOUNT
 

@@ -3,6 +3,7 @@ how many programs run at once across all scorer processes."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import stat
@@ -14,7 +15,7 @@ from typing import Protocol
 
 from bench.workspace.sandbox import probe
 from bench.workspace.sandbox.launch import spawn
-from bench.workspace.sandbox.limits import Limits, RunResult
+from bench.workspace.sandbox.limits import Limits, RunResult, SandboxUnavailable
 from bench.workspace.sandbox.user import hand_over
 from bench.workspace.sandbox.view import Workspace, bwrap_argv
 
@@ -74,11 +75,11 @@ class Sandbox:
         """Run `argv` (its program an absolute path inside the view) with the directory at view.MOUNT: writable
         when `keep`, else a size-capped tmpfs holding read-only copies of its files. Raises SandboxUnavailable."""
         if not self._probing:
-            probe.require()
+            require()
         limits = limits or Limits()
         ws = Workspace(self.dir, keep, () if keep else self._files())
         bwrap = probe.bwrap()
-        assert bwrap is not None  # probe.require() said so
+        assert bwrap is not None  # require() said so
 
         def argv_for(status_fd: int) -> list[str]:
             return bwrap_argv(bwrap, argv, ws, limits, status_fd, extra_ro)
@@ -106,3 +107,29 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """None when programs can run sandboxed here, else one line saying why and how to fix it (checked once per
+    process by running `true` in a fresh directory of its own: no fixed names in a shared /tmp)."""
+    problem = probe.missing()
+    if problem is not None:
+        return problem
+    try:
+        with Sandbox(probing=True) as box:
+            result = box.run(["/bin/true"], limits=Limits(timeout_s=10))
+    except SandboxUnavailable as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"bubblewrap could not start ({exc.strerror or exc}); {probe.INSTALL}"
+    if not result.ok:
+        return f"bubblewrap ran but a trivial program failed ({result.describe()}); see docs/security.md"
+    return None
+
+
+def require() -> None:
+    """Raise SandboxUnavailable (saying how to fix it) unless programs can run sandboxed here: never unsandboxed."""
+    problem = unavailable()
+    if problem is not None:
+        raise SandboxUnavailable(problem)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.scorer.checks import run_check
 from bench.scorer.evaluators.code import extract_code
-from bench.scorer.registry import run_check
 from bench.workspace import sandbox
 from bench.workspace.sandbox import probe
 from tests.scorer.helpers import ctx, score
@@ -177,9 +177,9 @@ def test_missing_interpreter_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None
 
 @pytest.fixture
 def fresh_probe() -> Iterator[None]:
-    probe.unavailable.cache_clear()
+    sandbox.box.unavailable.cache_clear()
     yield
-    probe.unavailable.cache_clear()
+    sandbox.box.unavailable.cache_clear()
 
 
 def _check(evaluator: str, answer: str, **args: object) -> object:
