@@ -26,7 +26,8 @@ from bench.scorer.workspace_replay import replay_workspace
 from bench.workspace import sandbox
 from tests.scorer.helpers import call, spec, turn
 
-TOKEN = f"hostile-{uuid.uuid4().hex}"
+# The rescoring shell's key: set in the environment this process started with (so it is in /proc/PID/environ too).
+TOKEN = os.environ.get("BENCH_API_KEY") or f"hostile-{uuid.uuid4().hex}"
 SCENARIOS: dict[str, Callable[[], list[str]]] = {}
 AGENT = spec(id="t.agent", workspace=Workspace(fixture="minilib", tools=("run_command",), allow_commands=("python3",)))
 
@@ -63,24 +64,26 @@ def _leaked(where: str, text: str, secret: str = TOKEN) -> list[str]:
     return [f"{where}: {text[:200]!r}"] if secret in text else []
 
 
+# Each find is printed at once: a search cut short by its time limit has still said what it found.
 SEARCH = """
 import os, sys
-secret = sys.argv[1] if len(sys.argv) > 1 else {token!r}
-found = []
+secret = {token!r}
+def found(what):
+    print('FOUND', what, flush=True)
+for path in {paths!r}:
+    try:
+        found(open(path).read())
+    except OSError:
+        pass
 if secret in repr(dict(os.environ)):
-    found.append('environ')
+    found('environ')
 for pid in os.listdir('/proc'):
     for name in ('environ', 'cmdline'):
         try:
             if secret.encode() in open(f'/proc/{{pid}}/{{name}}', 'rb').read():
-                found.append(f'/proc/{{pid}}/{{name}}')
+                found(f'/proc/{{pid}}/{{name}}')
         except OSError:
             pass
-for path in {paths!r}:
-    try:
-        found.append(open(path).read())
-    except OSError:
-        pass
 seen = 0
 for top in ('/tmp', '/root', '/home', '/work', '/run', '/var/tmp', '/workspace'):
     for dirpath, dirnames, filenames in os.walk(top):
@@ -91,17 +94,17 @@ for top in ('/tmp', '/root', '/home', '/work', '/run', '/var/tmp', '/workspace')
             try:
                 with open(os.path.join(dirpath, name), 'rb') as fh:
                     if secret.encode() in fh.read(1 << 16):
-                        found.append(os.path.join(dirpath, name))
+                        found(os.path.join(dirpath, name))
             except OSError:
                 pass
-print('FOUND', found)
+print('searched', seen)
 """
 
 
 @scenario
 def parent_key() -> list[str]:
     """The key of the shell that runs bench (record or rescore) never reaches a program."""
-    os.environ["BENCH_API_KEY"] = TOKEN
+    assert os.environ.get("BENCH_API_KEY") == TOKEN, "run with BENCH_API_KEY set, as the tests do"
     program = SEARCH.format(token=TOKEN, paths=[])
     breaches = _leaked("code check", code_check(program, timeout=20))
     output, _ = replayed(program)
@@ -222,6 +225,10 @@ def unix_socket() -> list[str]:
     return breaches
 
 
+# As a daemon does: its output goes nowhere, so no reader waits for it to end (nothing holds the parent's pipes).
+DETACH = "        null = os.open('/dev/null', os.O_RDWR)\n        for fd in (0, 1, 2):\n            os.dup2(null, fd)\n"
+
+
 def _running_with_token() -> list[str]:
     found = []
     for pid in os.listdir("/proc"):
@@ -243,6 +250,7 @@ def fork_bomb() -> list[str]:
         "    try:\n        pid = os.fork()\n"
         "    except OSError:\n        print('limited at', n, flush=True); break\n"
         "    if pid == 0:\n"
+        f"{DETACH}"
         f"        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(60)', {TOKEN!r}])\n"
         "    n += 1\n"
     )
@@ -262,6 +270,7 @@ def daemon() -> list[str]:
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
         "    if os.fork() == 0:\n"
+        f"{DETACH}"
         f"        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(60)', {TOKEN!r}])\n"
         "    os._exit(0)\n"
         "print('parent exits')\n"

@@ -63,12 +63,14 @@ def ordinary_python() -> str | None:
     return None
 
 
-def run_module_as_ordinary(module: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def run_module_as_ordinary(
+    module: str, *args: str, timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     user, python = ordinary_user(), ordinary_python()
     assert user is not None and python is not None
     return subprocess.run(
         [*_as(user), python, "-m", module, *args],
-        env=_env(),
+        env={**_env(), **(env or {})},
         cwd="/",
         capture_output=True,
         text=True,

@@ -13,12 +13,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import selectors
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import msgspec
 
@@ -65,7 +67,57 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
-def _collect(proc: subprocess.Popen[bytes], fds: dict[int, _Stream], timeout_s: float) -> bool:
+class _Init:
+    """The sandbox's PID 1 (bwrap's init), held by a pidfd once bwrap has named it. When it has ended, so has every
+    process of its PID namespace (the kernel kills and reaps them all before PID 1's exit completes); bwrap itself
+    may end first, so the parent waits for this, not for bwrap, before it says a run is over."""
+
+    def __init__(self, bwrap_pid: int) -> None:
+        self.bwrap_pid = bwrap_pid
+        self.fd: int | None = None
+        self.looked = False
+
+    def watch(self, status: bytes) -> None:
+        if self.looked:
+            return
+        for found in _statuses(status):
+            if found.child_pid is None:
+                continue
+            self.looked = True
+            with contextlib.suppress(OSError):
+                fd = os.pidfd_open(found.child_pid)
+                # Still bwrap's child, so the descriptor is that process and not a later one with its number.
+                if _parent_of(found.child_pid) == self.bwrap_pid:
+                    self.fd = fd
+                else:
+                    os.close(fd)
+            return
+
+    def end(self) -> None:
+        """Kill the namespace (a no-op when it has ended) and wait, DRAIN_S at most, until it is empty."""
+        if self.fd is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            signal.pidfd_send_signal(self.fd, signal.SIGKILL)
+        select.select([self.fd], [], [], DRAIN_S)
+        os.close(self.fd)
+        self.fd = None
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("PPid:"):
+            return int(line.split()[1])
+    return None
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], fds: dict[int, _Stream], timeout_s: float, init: _Init, status_fd: int
+) -> bool:
     """Read every pipe until all are closed: each is held by bwrap and the sandbox's processes only, so all closed
     means all ended. Kill at the deadline or when a stream passes its cap, then read what is left for DRAIN_S at
     most. True when the deadline killed it."""
@@ -91,6 +143,8 @@ def _collect(proc: subprocess.Popen[bytes], fds: dict[int, _Stream], timeout_s: 
                     continue
                 stream = fds[int(key.fd)]
                 stream.add(chunk)
+                if key.fd == status_fd:
+                    init.watch(bytes(stream.data))
                 if stream.over and not killed:
                     killed = True
                     _kill(proc)
@@ -128,9 +182,11 @@ def spawn(argv_for: Callable[[int], Sequence[str]], stdin: bytes, limits: Limits
             os.close(fd)
     out, err, status = _Stream(limits.output_bytes), _Stream(limits.output_bytes), _Stream(STATUS_MAX)
     fds = {out_r: out, status_r: status} | ({} if merge_stderr else {err_r: err})
+    init = _Init(proc.pid)
     try:
-        timed_out = _collect(proc, fds, limits.timeout_s)
+        timed_out = _collect(proc, fds, limits.timeout_s, init, status_r)
     finally:
+        init.end()
         try:
             proc.wait(DRAIN_S)
         except subprocess.TimeoutExpired:

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 
 import pytest
 
@@ -21,13 +22,14 @@ USERS = ["current", "ordinary"]
 
 
 def _run(name: str, who: str) -> subprocess.CompletedProcess[str]:
+    key = {"BENCH_API_KEY": f"hostile-{uuid.uuid4().hex}"}  # the shell's key, from the start of the process
     if who == "ordinary":
         if os.geteuid() != 0:
             pytest.skip("the tests already run as an ordinary user: the 'current' case is that one")
         if users.ordinary_python() is None:
             pytest.skip("no interpreter the ordinary test user can run with this tree's packages")
-        return users.run_module_as_ordinary("tests.support.hostile_programs", name, timeout=DEADLINE_S)
-    env = {**os.environ, "PYTHONPATH": str(users.ROOT)}
+        return users.run_module_as_ordinary("tests.support.hostile_programs", name, timeout=DEADLINE_S, env=key)
+    env = {**os.environ, "PYTHONPATH": str(users.ROOT), **key}
     return subprocess.run(
         [sys.executable, "-m", "tests.support.hostile_programs", name],
         env=env,
