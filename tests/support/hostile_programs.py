@@ -64,28 +64,30 @@ def _leaked(where: str, text: str, secret: str = TOKEN) -> list[str]:
     return [f"{where}: {text[:200]!r}"] if secret in text else []
 
 
-# Each find is printed at once: a search cut short by its time limit has still said what it found.
+# Each find is printed at once (a search cut short by its time limit has still said what it found), with the bytes
+# around it: a breach shows the secret itself in the output. The program looks for the key by its variable's name
+# and for the private file's content; neither is in the program's own text (its command line holds the token, so
+# command lines are not searched) nor in its own files (/workspace is not walked).
 SEARCH = """
-import os, sys
-secret = {token!r}
-def found(what):
-    print('FOUND', what, flush=True)
+import os
+secret = {token!r}.encode()
+def found(where, data, needle):
+    at = data.find(needle)
+    if at >= 0:
+        print('FOUND', where, data[max(0, at - 16):at + 80], flush=True)
 for path in {paths!r}:
     try:
-        found(open(path).read())
+        found(path, open(path, 'rb').read(), b'')
     except OSError:
         pass
-if secret in repr(dict(os.environ)):
-    found('environ')
+found('environ', repr(dict(os.environ)).encode(), b'BENCH_API_KEY')
 for pid in os.listdir('/proc'):
-    for name in ('environ', 'cmdline'):
-        try:
-            if secret.encode() in open(f'/proc/{{pid}}/{{name}}', 'rb').read():
-                found(f'/proc/{{pid}}/{{name}}')
-        except OSError:
-            pass
+    try:
+        found(f'/proc/{{pid}}/environ', open(f'/proc/{{pid}}/environ', 'rb').read(), b'BENCH_API_KEY=')
+    except OSError:
+        pass
 seen = 0
-for top in ('/tmp', '/root', '/home', '/work', '/run', '/var/tmp', '/workspace'):
+for top in ('/tmp', '/root', '/home', '/work', '/run', '/var/tmp'):
     for dirpath, dirnames, filenames in os.walk(top):
         for name in filenames:
             seen += 1
@@ -93,8 +95,7 @@ for top in ('/tmp', '/root', '/home', '/work', '/run', '/var/tmp', '/workspace')
                 break
             try:
                 with open(os.path.join(dirpath, name), 'rb') as fh:
-                    if secret.encode() in fh.read(1 << 16):
-                        found(os.path.join(dirpath, name))
+                    found(os.path.join(dirpath, name), fh.read(1 << 16), secret)
             except OSError:
                 pass
 print('searched', seen)
@@ -105,16 +106,18 @@ print('searched', seen)
 def parent_key() -> list[str]:
     """The key of the shell that runs bench (record or rescore) never reaches a program."""
     assert os.environ.get("BENCH_API_KEY") == TOKEN, "run with BENCH_API_KEY set, as the tests do"
-    program = SEARCH.format(token=TOKEN, paths=[])
+    program = SEARCH.format(token="not-searched", paths=[])
     breaches = _leaked("code check", code_check(program, timeout=20))
     output, _ = replayed(program)
     return breaches + _leaked("replayed run_command", output)
 
 
 def _private_file(mode: int = 0o600) -> Path:
+    """A file holding the token reversed (so that the program's own text, which names what it looks for, never
+    holds what it finds)."""
     where = Path(tempfile.mkdtemp(prefix="bench-hostile-"))
     secret = where / "secret.txt"
-    secret.write_text(TOKEN)
+    secret.write_text(TOKEN[::-1])
     secret.chmod(mode)
     return secret
 
@@ -124,12 +127,12 @@ def private_file() -> list[str]:
     """A file only the user running bench may read (root's 0600 file, or an ordinary user's own) stays unseen,
     read directly, found by a walk, or through a link a program leaves for a workspace check to follow."""
     secret = _private_file()
-    program = SEARCH.format(token=TOKEN, paths=[str(secret)])
-    breaches = _leaked("code check", code_check(program, timeout=20))
+    program = SEARCH.format(token=TOKEN[::-1], paths=[str(secret)])
+    breaches = _leaked("code check", code_check(program, timeout=20), TOKEN[::-1])
     output, _ = replayed(program)
-    breaches += _leaked("replayed run_command", output)
+    breaches += _leaked("replayed run_command", output, TOKEN[::-1])
     plant = f"import os\nos.symlink({str(secret)!r}, 'leak.txt')\n"
-    _, detail = replayed(plant, Check(evaluator="file_contains", args={"path": "leak.txt", "regex": "hostile-(.)"}))
+    _, detail = replayed(plant, Check(evaluator="file_contains", args={"path": "leak.txt", "regex": "-elitsoh$"}))
     if detail.startswith("1.0"):
         breaches.append(f"file_contains followed a link out of the workspace: {detail}")
     return breaches
