@@ -162,6 +162,10 @@ async def record(
 
     target = cfg.proxy or cfg.upstream
     assert target is not None
+    if cfg.upstream is not None:
+        from bench.proxy.server import public_url
+
+        public_url(cfg.upstream)  # credentials in it are refused before the preflight could send them
     await preflight(target, cfg.api_key, cfg.models)
 
     proxy = None
