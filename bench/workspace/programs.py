@@ -57,8 +57,8 @@ def run_argv(ctx: ToolContext, argv: list[str]) -> tuple[int | None, str]:
     result = sandbox.Sandbox(ctx.root).run(
         [program, *argv[1:]], limits=limits, keep=True, merge_stderr=True, extra_ro=extra
     )
-    killed = result.timed_out or result.output_limited
-    return (None if killed else result.exit_code), result.stdout
+    killed = result.timed_out or result.output_limited or result.process_limited
+    return (None if killed else result.exit_code), result.stdout + (f"\n[{result.describe()}]" if killed else "")
 
 
 @tool(
@@ -87,7 +87,7 @@ def run_command(ctx: ToolContext, args: Mapping[str, Any]) -> str:
     status, output = run_argv(ctx, argv)
     output = truncate(output, MAX_OUTPUT)
     if status is None:
-        raise CommandFailed(f"killed: time limit ({ctx.command_timeout:g} s) or output limit", output)
+        raise CommandFailed(f"killed: time, output or process limit (time limit {ctx.command_timeout:g} s)", output)
     if status != 0:
         raise CommandFailed(f"exit status {status}", output)
     return f"exit status 0\n{output}"

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import msgspec
 
+from bench.workspace.sandbox import user
 from bench.workspace.sandbox.limits import Limits, RunResult, SandboxUnavailable
 from bench.workspace.sandbox.user import drop_to, launcher
 from bench.workspace.sandbox.view import PATH
@@ -75,6 +76,7 @@ class _Init:
     def __init__(self, bwrap_pid: int) -> None:
         self.bwrap_pid = bwrap_pid
         self.fd: int | None = None
+        self.pid: int | None = None
         self.looked = False
 
     def watch(self, status: bytes) -> None:
@@ -88,7 +90,7 @@ class _Init:
                 fd = os.pidfd_open(found.child_pid)
                 # Still bwrap's child, so the descriptor is that process and not a later one with its number.
                 if _parent_of(found.child_pid) == self.bwrap_pid:
-                    self.fd = fd
+                    self.fd, self.pid = fd, found.child_pid
                 else:
                     os.close(fd)
             return
@@ -101,7 +103,7 @@ class _Init:
             signal.pidfd_send_signal(self.fd, signal.SIGKILL)
         select.select([self.fd], [], [], DRAIN_S)
         os.close(self.fd)
-        self.fd = None
+        self.fd = self.pid = None
 
 
 def _parent_of(pid: int) -> int | None:
@@ -115,13 +117,46 @@ def _parent_of(pid: int) -> int | None:
     return None
 
 
+# How often the parent counts the sandbox's processes where the kernel's limit cannot bind (user.limit_exempt).
+COUNT_EVERY_S = 0.002
+
+
+def _tree_size(pid: int, cap: int) -> int:
+    """Processes under `pid` (itself included: the sandbox's init, whose tree holds every process of its PID
+    namespace, orphans and daemons too), counted up to cap + 1."""
+    n, stack = 0, [pid]
+    while stack and n <= cap:
+        p = stack.pop()
+        n += 1
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            with contextlib.suppress(OSError, ValueError):
+                stack.extend(map(int, Path(f"/proc/{p}/task/{task}/children").read_text().split()))
+    return n
+
+
+@dataclass
+class _Outcome:
+    timed_out: bool = False
+    process_limited: bool = False
+
+
 def _collect(
-    proc: subprocess.Popen[bytes], fds: dict[int, _Stream], timeout_s: float, init: _Init, status_fd: int
-) -> bool:
+    proc: subprocess.Popen[bytes],
+    fds: dict[int, _Stream],
+    limits: Limits,
+    init: _Init,
+    status_fd: int,
+) -> _Outcome:
     """Read every pipe until all are closed: each is held by bwrap and the sandbox's processes only, so all closed
-    means all ended. Kill at the deadline or when a stream passes its cap, then read what is left for DRAIN_S at
-    most. True when the deadline killed it."""
-    stop = time.monotonic() + timeout_s
+    means all ended. Kill at the deadline, when a stream passes its cap, or (where the kernel cannot limit them)
+    when the processes pass their limit; then read what is left for DRAIN_S at most."""
+    stop = time.monotonic() + limits.timeout_s
+    counting = user.limit_exempt()
+    outcome = _Outcome()
     killed = timed_out = False
     sel = selectors.DefaultSelector()
     for fd in fds:
@@ -136,7 +171,13 @@ def _collect(
                 _kill(proc)
                 stop = time.monotonic() + DRAIN_S
                 continue
-            for key, _ in sel.select(left):
+            over = limits.processes + 1  # the sandbox's init and the program's processes
+            if counting and not killed and init.pid is not None and _tree_size(init.pid, over) > over:
+                outcome.process_limited = killed = True
+                init.end()
+                stop = time.monotonic() + DRAIN_S
+                continue
+            for key, _ in sel.select(min(left, COUNT_EVERY_S) if counting and not killed else left):
                 chunk = os.read(int(key.fd), 1 << 16)
                 if not chunk:
                     sel.unregister(key.fd)
@@ -151,7 +192,8 @@ def _collect(
                     stop = time.monotonic() + DRAIN_S
     finally:
         sel.close()
-    return timed_out
+    outcome.timed_out = timed_out
+    return outcome
 
 
 def spawn(argv_for: Callable[[int], Sequence[str]], stdin: bytes, limits: Limits, *, merge_stderr: bool) -> RunResult:
@@ -184,7 +226,7 @@ def spawn(argv_for: Callable[[int], Sequence[str]], stdin: bytes, limits: Limits
     fds = {out_r: out, status_r: status} | ({} if merge_stderr else {err_r: err})
     init = _Init(proc.pid)
     try:
-        timed_out = _collect(proc, fds, limits.timeout_s, init, status_r)
+        outcome = _collect(proc, fds, limits, init, status_r)
     finally:
         init.end()
         try:
@@ -194,7 +236,7 @@ def spawn(argv_for: Callable[[int], Sequence[str]], stdin: bytes, limits: Limits
             proc.wait()
         for fd in ours:
             os.close(fd)
-    return _result(proc.returncode, out, err, status, timed_out)
+    return _result(proc.returncode, out, err, status, outcome)
 
 
 def _statuses(raw: bytes) -> list[_Status]:
@@ -206,7 +248,8 @@ def _statuses(raw: bytes) -> list[_Status]:
     return found
 
 
-def _result(code: int, out: _Stream, err: _Stream, status: _Stream, timed_out: bool) -> RunResult:
+def _result(code: int, out: _Stream, err: _Stream, status: _Stream, outcome: _Outcome) -> RunResult:
+    timed_out = outcome.timed_out
     statuses = _statuses(bytes(status.data))
     stderr = err.data.decode("utf-8", "replace")
     if not any(s.child_pid is not None for s in statuses) and not timed_out:
@@ -217,7 +260,7 @@ def _result(code: int, out: _Stream, err: _Stream, status: _Stream, timed_out: b
             "see docs/security.md to enable user namespaces"
         )
     exits = [s.exit_code for s in statuses if s.exit_code is not None]
-    killed = timed_out or out.over or err.over
+    killed = timed_out or out.over or err.over or outcome.process_limited
     exit_code: int | None = None if killed else (exits[-1] if exits else code)
     if exit_code is not None and 128 < exit_code <= 128 + 64:
         exit_code = -(exit_code - 128)  # bwrap's init reports a signal as 128 + its number, as a shell does
@@ -227,4 +270,5 @@ def _result(code: int, out: _Stream, err: _Stream, status: _Stream, timed_out: b
         stderr=stderr,
         timed_out=timed_out or exit_code == -signal.SIGXCPU,
         output_limited=out.over or err.over or exit_code == -signal.SIGXFSZ,
+        process_limited=outcome.process_limited,
     )

@@ -47,16 +47,19 @@ class RunResult:
     stderr: str
     timed_out: bool = False
     output_limited: bool = False
+    process_limited: bool = False  # killed by the parent's count (where the kernel's limit cannot bind)
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.output_limited
+        return self.exit_code == 0 and not (self.timed_out or self.output_limited or self.process_limited)
 
     def describe(self) -> str:
         if self.timed_out:
             return "killed: time limit"
         if self.output_limited:
             return "killed: output/file size limit"
+        if self.process_limited:
+            return "killed: process limit"
         if self.exit_code is not None and self.exit_code < 0:
             return f"killed by signal {_signal_name(-self.exit_code)}"
         tail = self.stderr.strip().splitlines()[-1:] if self.stderr.strip() else []

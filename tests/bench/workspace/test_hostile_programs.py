@@ -1,7 +1,8 @@
 """Issue 31's hostile programs: each run as a code check and as a replayed `run_command`, as the user running the
-tests (root in CI) and, when that is root, as an ordinary user. Every one of them broke today's main (a key read from
-the rescoring shell, a root-only file read, a root-owned file truncated, a loopback service reached, processes left
-running, a hang on a FIFO). Each runs in a fresh process with a deadline, so a hang fails instead of stalling."""
+tests (root in CI), when that is root as an ordinary user too, and as root of a user namespace. Every one of them
+broke today's main (a key read from the rescoring shell, a root-only file read, a root-owned file truncated, a
+loopback service reached, processes left running, a hang on a FIFO). Each runs in a fresh process with a deadline,
+so a hang fails instead of stalling."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from tests.support.hostile_programs import SCENARIOS
 
 DEADLINE_S = 180  # a scenario takes a few seconds; only a hang reaches this
 
-USERS = ["current", "ordinary"]
+# The user running the tests (root in CI), an ordinary user, and root of a user namespace (`unshare -r`: a rootless
+# container, where bench is "root" without the sandbox user).
+USERS = ["current", "ordinary", "userns"]
 
 
 def _run(name: str, who: str) -> subprocess.CompletedProcess[str]:
@@ -30,8 +33,11 @@ def _run(name: str, who: str) -> subprocess.CompletedProcess[str]:
             pytest.skip("no interpreter the ordinary test user can run with this tree's packages")
         return users.run_module_as_ordinary("tests.support.hostile_programs", name, timeout=DEADLINE_S, env=key)
     env = {**os.environ, "PYTHONPATH": str(users.ROOT), **key}
+    prefix = ["unshare", "-r"] if who == "userns" else []
+    if who == "userns" and subprocess.run(["unshare", "-r", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no user namespaces here (unshare -r fails)")
     return subprocess.run(
-        [sys.executable, "-m", "tests.support.hostile_programs", name],
+        [*prefix, sys.executable, "-m", "tests.support.hostile_programs", name],
         env=env,
         cwd=users.ROOT,
         capture_output=True,

@@ -58,7 +58,7 @@ def test_timeout_kills_the_command() -> None:
         result = ws.call(
             "run_command", {"command": ["python3", "-c", "import time; print('start', flush=True); time.sleep(30)"]}
         )
-    assert not result.ok and "time limit (0.5 s)" in (result.error or "")
+    assert not result.ok and "time limit 0.5 s" in (result.error or "") and "killed: time limit" in result.output
     assert "start" in result.output
 
 
