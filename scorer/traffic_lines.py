@@ -8,6 +8,7 @@ request some client made, and its endpoint, model, client, status, tokens and ti
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from bench.core.cassette.records import Exchange
 from bench.core.clients import client_family, header

@@ -14,7 +14,7 @@ import msgpack
 import msgspec
 import zstandard
 
-from bench.core.cassette import columns, framing
+from bench.core.cassette import columns, envelope
 from bench.core.cassette.format import FORMAT_NAME, FORMAT_VERSION
 from bench.scorer.synth import exchange_record, sse_chunks
 
@@ -47,10 +47,10 @@ def payload(doc: Mapping[str, Any] | bytes, times: Sequence[int] | None, *, as_l
 def write(path: Path, payloads: Sequence[bytes], *, end: bool = True) -> Path:
     """A v2 cassette: the header frame, then one frame holding the payloads framed with seq 1.. and (when `end`) an
     end record."""
-    body = b"".join(framing.frame_record(seq, p) for seq, p in enumerate(payloads, 1))
+    body = b"".join(envelope.frame_record(seq, p) for seq, p in enumerate(payloads, 1))
     if end:
         packed = msgpack.packb({"kind": "end", "closed": "2026-01-01T00:00:00Z", "exchanges": len(payloads)})
-        body += framing.frame_record(len(payloads) + 1, columns.payload(packed, None))
+        body += envelope.frame_record(len(payloads) + 1, columns.payload(packed, None))
     cctx = zstandard.ZstdCompressor(write_checksum=True)
     path.write_bytes(cctx.compress(header()) + cctx.compress(body))
     return path

@@ -30,7 +30,7 @@ OUT_TARGET = 1 << 21
 # After damage, the damaged frame is decoded again this many compressed bytes at a time.
 SALVAGE_STEP = 512
 # What one frame may decompress to: a frame bench writes holds 4 MiB of records plus one batch (the writer's queue,
-# 64 MiB) or one record (at most framing.MAX_RECORD). Past this a frame is not one bench wrote (a decompression
+# 64 MiB) or one record (at most envelope.MAX_RECORD). Past this a frame is not one bench wrote (a decompression
 # bomb: a few KiB that decode to gigabytes): the rest of it is skipped, undecoded, as damage.
 MAX_FRAME_OUT = 512 << 20
 
