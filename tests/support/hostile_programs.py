@@ -53,7 +53,7 @@ def replayed(program: str, check: Check | None = None) -> tuple[str, str]:
         output = ws.results[0][1].output + (ws.results[0][1].error or "")
         if check is None:
             return output, ""
-        ctx = EvalContext(AGENT, turns, _workspace_factory=lambda: ws)
+        ctx = EvalContext(AGENT, turns, workspace_factory=lambda: ws)
         s = run_check(ctx, 0, check)
         return output, f"{s.score} {s.detail}"
     finally:
