@@ -143,11 +143,16 @@ def test_rescore_goes_on_past_a_bomb_and_every_hostile_record(tmp_path: Path) ->
         hc.payload(hc.exchange_map("h2"), [-1] * N, as_list=True),
     ]
     hc.write(folder / "b-hostile.cassette", bad)
-    hc.write(folder / "c-good.cassette", [hc.payload(hc.exchange_map("good"), [5] * N)])
+    deep = hc.exchange_map("deep", "[" * 200_000 + "]" * 200_000, test="json.person_object")
+    deep_times = [5] * len(deep["response"]["chunks"])
+    hc.write(folder / "c-good.cassette", [hc.payload(hc.exchange_map("good"), [5] * N), hc.payload(deep, deep_times)])
     out = tmp_path / "scores.jsonl"
     assert main(["rescore", str(folder), "--jobs", "1", "--out", str(out)]) == 0
     _, results = read_scores(out)
-    assert [(r.test, r.passed) for r in results] == [("math.ages", True)]
+    by_test = {r.test: r for r in results}
+    assert set(by_test) == {"math.ages", "json.person_object"} and by_test["math.ages"].passed
+    deep_result = by_test["json.person_object"]  # 200k deep: RecursionError once aborted the whole rescore
+    assert deep_result.score == 0.0 and any("nested" in c.detail for c in deep_result.checks)
 
 
 def test_the_memory_bound_holds_in_this_process_too(tmp_path: Path) -> None:
