@@ -270,7 +270,26 @@ async def _read_body(request: web.BaseRequest, state: ProxyState, limits: Client
     return refused
 
 
+def _target_problem(request: web.BaseRequest) -> str | None:
+    """Why the request target is not a path on this server (origin-form, RFC 9112 3.2), else None. bench proxy is a
+    reverse proxy: a client that uses it as a forward proxy (a full URL, CONNECT, `OPTIONS *`) gets a 400. The target
+    itself is never repeated: an absolute URL can carry credentials."""
+    if request.method == "CONNECT":
+        return "CONNECT (tunnelling) is not served"
+    target = request.raw_path
+    if target == "*":
+        return "the asterisk-form target `*` is not served"
+    if not target.startswith("/"):
+        return "the request target is a full URL (a forward proxy's form), not a path"
+    return None
+
+
 async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseRequest) -> web.StreamResponse:
+    problem = _target_problem(request)
+    if problem is not None:
+        state.stats.bad_requests += 1
+        log.warning("bench proxy: 400 for %s: %s", request.method, problem)
+        return bad_request(f"{problem}; bench proxy is a reverse proxy: send requests to its base URL (.../v1/...)")
     # A burst of requests starts a slice of the loop at a time (bench.proxy.starts); the wait is inside the recorded
     # times, which run from the request's arrival.
     turn = state.starts.turn()

@@ -31,9 +31,19 @@ UPSTREAM_CONNECTIONS = 4096
 
 def public_url(url: str) -> tuple[URL, str]:
     """The upstream URL to use, and the same without credentials or query for records and messages."""
-    parsed = URL(url)
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise BenchError(f"bad --upstream {url!r}; give a base URL such as http://127.0.0.1:8000")
+    try:
+        parsed = URL(url)
+        host = parsed.host
+    except ValueError:
+        host = None
+    if host is None or parsed.scheme not in ("http", "https"):
+        raise BenchError("bad --upstream; give a base URL such as http://127.0.0.1:8000")
+    if parsed.raw_user is not None or parsed.raw_password is not None:
+        # Never forwarded (aiohttp would turn them into Basic auth) and never shown: refused, and the URL not repeated.
+        raise BenchError(
+            "--upstream holds credentials (user:password@); bench never sends them: give the key in BENCH_API_KEY "
+            "or name its variable with --upstream-key-env, and the URL without them"
+        )
     label = str(parsed.with_user(None).with_query(None).with_fragment(None)).rstrip("/")
     return parsed, label
 

@@ -14,6 +14,7 @@ import bench.scorer.evaluators  # noqa: F401 - registers the built-in evaluators
 from bench.catalog.model import Check, TestSpec
 from bench.core.errors import BenchError
 from bench.scorer.registry import EVALUATORS, ArgError, EvalContext, Evaluator, Score, arg_problem
+from bench.workspace.sandbox import SandboxUnavailable
 
 
 def find_evaluator(name: str) -> Evaluator | None:
@@ -58,6 +59,8 @@ def run_check(ctx: EvalContext, index: int, check: Check) -> Score:
     ev = get_evaluator(ctx.test, index, check)
     try:
         score = ev(ctx, check.args)
+    except SandboxUnavailable as exc:
+        return Score(0.0, f"error: {exc}", "error")
     except ArgError as exc:
         raise BenchError(f"test {ctx.test.id}: check {index + 1} ({check.evaluator}): {exc}; fix the catalog") from None
     clamped = min(1.0, max(0.0, float(score.score)))

@@ -41,7 +41,8 @@ __all__ = [
     "evaluator",
 ]
 
-ScoreStatus = Literal["scored", "skipped"]
+# "error": the check could not be decided here (the code sandbox is unavailable); it counts in no score.
+ScoreStatus = Literal["scored", "skipped", "error"]
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ class Rule:
 
 @cache
 def rules_schema() -> dict[str, Any]:
-    text = resources.files("scorer").joinpath("schema/rules.schema.json").read_text(encoding="utf-8")
+    text = resources.files("bench.scorer").joinpath("schema/rules.schema.json").read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

@@ -28,9 +28,24 @@ def to_int(value: Any, default: int = 0) -> int:
         return default
 
 
+# Names an answer gives itself (its model, fingerprint, finish reason, tool names) are kept this long at most: they are
+# the upstream's words, shown in every report's tables, and a 50 MB one kept `bench report` busy for minutes.
+MAX_ANSWER_NAME = 256
+
+
+def short_name(value: str | None) -> str | None:
+    """`value` cut to MAX_ANSWER_NAME characters, its last one an ellipsis when cut."""
+    return value if value is None or len(value) <= MAX_ANSWER_NAME else value[: MAX_ANSWER_NAME - 1] + "…"
+
+
 def slim(p: ParsedExchange) -> Turn:
     """Keep what scoring and the scores file need; drop the events and raw bytes."""
-    calls = tuple(Call(c.index, c.id, c.name, c.arguments, c.parsed_arguments, c.valid_json) for c in p.tool_calls)
+    calls = tuple(
+        Call(
+            c.index, c.id and short_name(c.id), short_name(c.name) or "", c.arguments, c.parsed_arguments, c.valid_json
+        )
+        for c in p.tool_calls
+    )
     return Turn(
         id=p.id,
         turn=to_int(p.tags.get("turn")),
@@ -39,13 +54,13 @@ def slim(p: ParsedExchange) -> Turn:
         content=p.content,
         reasoning=p.reasoning,
         calls=calls,
-        finish_reason=p.finish_reason,
+        finish_reason=short_name(p.finish_reason),
         findings=tuple(p.findings),
         outcome=p.outcome,
         status=p.status,
         streamed=p.streamed,
-        model=p.model,
-        system_fingerprint=p.system_fingerprint,
+        model=short_name(p.model),
+        system_fingerprint=short_name(p.system_fingerprint),
         usage=p.usage,
         timing=TurnTiming(
             ttft_us=p.timing.ttft_us,

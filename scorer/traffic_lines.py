@@ -8,6 +8,7 @@ request some client made, and its endpoint, model, client, status, tokens and ti
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from bench.core.cassette.records import Exchange
 from bench.core.clients import client_family, header
@@ -15,7 +16,7 @@ from bench.core.parsed import ParsedExchange
 from bench.core.usage import usage_tokens
 from bench.scorer.results import TrafficLine
 from bench.scorer.rules import request_text
-from bench.scorer.scoring import compact_itl
+from bench.scorer.scoring import compact_itl, short_name
 
 # A rough stand-in for a tokenizer when a response reported no usage: one token per word or punctuation mark of the
 # request's text (instructions, messages or input items, prompt). Marked `counted`; BPE tokenizers give more.
@@ -45,7 +46,7 @@ def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model
         endpoint=parsed.endpoint,
         method=request.method,
         model=model or None,
-        served_model=parsed.model,
+        served_model=short_name(parsed.model),
         client=client_family(header(request.headers, "user-agent")),
         test=(parsed.tags.get("test") or None),
         status=parsed.status,
@@ -63,9 +64,20 @@ def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model
         e2el_us=timing.e2el_us,
         itl_us=compact_itl(timing.itl_us),
         n_events=timing.n_events,
-        system_fingerprint=parsed.system_fingerprint,
-        unknown_events=dict(parsed.unknown_events),
+        system_fingerprint=short_name(parsed.system_fingerprint),
+        unknown_events=_unknown_events(parsed.unknown_events),
     )
+
+
+# Kinds of unknown events kept per exchange (their names are the upstream's words; counts beyond are summed).
+MAX_UNKNOWN_KINDS = 32
+
+
+def _unknown_events(counts: Mapping[str, int]) -> dict[str, int]:
+    kept = dict(sorted(counts.items())[:MAX_UNKNOWN_KINDS])
+    named = {short_name(k) or "": v for k, v in kept.items()}
+    rest = sum(counts.values()) - sum(kept.values())
+    return named | ({"(other kinds)": rest} if rest else {})
 
 
 def traffic_key(entry: TrafficLine) -> tuple[str, int, str]:

@@ -57,6 +57,16 @@ def token_for(host: str, token_env: str | None) -> str | None:
     return None
 
 
+def answered_hosts(host: str) -> frozenset[str] | None:
+    """Bound to loopback: loopback names and the bound address only (against DNS rebinding). Bound beyond it, a token
+    is required and any name the machine is reached by is answered."""
+    if not is_loopback(host):
+        return None
+    from bench.view.web_app import LOOPBACK_NAMES, host_name
+
+    return LOOPBACK_NAMES | {host_name(host)}
+
+
 def run(args: argparse.Namespace) -> int:
     token = token_for(args.host, args.token_env)
     from aiohttp import web
@@ -66,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     index = open_index(args.paths)
     index.warm_in_background()
-    app = make_app(index, token)
+    app = make_app(index, token, answered_hosts(args.host))
     print(f"{len(index.rows)} result(s) in {len(index.runs)} run(s)", flush=True)
 
     import asyncio

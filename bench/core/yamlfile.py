@@ -15,12 +15,29 @@ import yaml
 from bench.core.errors import BenchError
 from bench.core.nesting import TooDeep, load_yaml
 
+# The largest YAML file bench reads (a rules file, a price table, bench.yaml, a catalog suite; the built-in suites are
+# 13 KB at most). A 31 MB file took past 60 s and 1.1 GB to parse: past the bound it is refused unread.
+MAX_YAML_BYTES = 4 << 20
+
+
+def read_yaml_text(path: Path, what: str) -> str:
+    """The text of a user's YAML file, at most MAX_YAML_BYTES, decoded as UTF-8: BenchError (one line naming the file
+    and the fix) when it is larger or not UTF-8; OSError when it cannot be read."""
+    with Path(path).open("rb") as fh:
+        data = fh.read(MAX_YAML_BYTES + 1)
+    if len(data) > MAX_YAML_BYTES:
+        raise BenchError(f"{path}: {what} larger than {MAX_YAML_BYTES >> 20} MiB, not read; split it or trim it")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BenchError(f"{path}: {what} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+
 
 def load_checked_yaml(path: Path, schema: dict[str, Any], *, what: str, flag: str, doc: str) -> Any:
     """The document in `path`, valid against `schema`; `what` names the file's kind, `flag` the option that gave it
     and `doc` where its format is documented, for the messages."""
     try:
-        data = load_yaml(Path(path).read_text(encoding="utf-8"))
+        data = load_yaml(read_yaml_text(path, what))
     except OSError as exc:
         raise BenchError(f"{path}: cannot read {what}: {exc.strerror}; pass an existing {flag} file") from None
     except TooDeep as exc:

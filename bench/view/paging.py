@@ -57,8 +57,8 @@ def parse_query(params: Mapping[str, str]) -> Query:
     numbers = {}
     for name, default in (("offset", 0), ("limit", 50)):
         text = params.get(name) or str(default)
-        if not text.isdigit():
-            raise ValueError(f"{name}={text!r}: use a whole number >= 0")
+        if not text.isdigit() or len(text) > 9:
+            raise ValueError(f"{name}={text[:20]!r}: use a whole number >= 0 of at most 9 digits")
         numbers[name] = int(text)
     if not 1 <= numbers["limit"] <= MAX_LIMIT:
         raise ValueError(f"limit={numbers['limit']}: use 1 to {MAX_LIMIT}")

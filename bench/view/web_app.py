@@ -19,6 +19,13 @@ from bench.view.side_by_side import Side, compare
 
 INDEX_KEY = web.AppKey("index", Index)
 TOKEN_KEY = web.AppKey("token", str)
+HOSTS_KEY = web.AppKey("hosts", frozenset)
+# Names a browser on this machine reaches a loopback server by. Any other Host is a page of another origin whose name
+# was made to resolve to 127.0.0.1 (DNS rebinding): it could read every result if the server answered it.
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "127.0.0.1", "::1"})
+# Digits a number parameter may have: int() of thousands of digits is slow, and Python's own message about it is not
+# ours to show.
+MAX_DIGITS = 9
 COOKIE = "bench_view_token"
 STATIC = resources.files("bench.view") / "static"
 _encoder = msgspec.json.Encoder()
@@ -32,6 +39,39 @@ def _json(value: Any) -> web.Response:
 
 def _bad(message: str, status: int = 400) -> web.Response:
     return web.Response(body=_encoder.encode({"error": message}), status=status, content_type="application/json")
+
+
+def host_name(header: str) -> str:
+    """The name part of a Host header (`name`, `name:port`, `[v6]:port`), lowercased."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+@web.middleware
+async def _host_gate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Bound to loopback, the server answers loopback names and its own address only (421 to any other Host)."""
+    hosts = request.app.get(HOSTS_KEY)
+    if hosts is not None and host_name(request.headers.get("Host", "")) not in hosts:
+        return _bad(
+            "this server answers only to its loopback address (127.0.0.1 or localhost): open the URL `bench view` "
+            "printed",
+            421,
+        )
+    return await handler(request)
+
+
+@web.middleware
+async def _own_words(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """An error nobody expected is said in bench's words (the terminal gets the traceback), never Python's."""
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except Exception:
+        request.app.logger.exception("bench view: error while answering %s", request.path)
+        return _bad("bench view could not answer this request; its terminal shows why", 500)
 
 
 @web.middleware
@@ -52,8 +92,8 @@ async def _token_gate(request: web.Request, handler: Handler) -> web.StreamRespo
 
 def _int(request: web.Request, name: str) -> int:
     text = request.query.get(name, "")
-    if not text.lstrip("-").isdigit():
-        raise ValueError(f"{name}={text!r}: give a whole number")
+    if not text.lstrip("-").isdigit() or len(text) > MAX_DIGITS:
+        raise ValueError(f"{name}={text[:20]!r}: give a whole number of at most {MAX_DIGITS} digits")
     return int(text)
 
 
@@ -124,7 +164,8 @@ async def raw(request: web.Request) -> web.StreamResponse:
 
 async def compare_view(request: web.Request) -> web.StreamResponse:
     q = request.query
-    missing = [k for k in ("a_run", "a_model", "b_run", "b_model") if not q.get(k)]
+    # A run id may be empty (traffic scored by rules has none): present is what counts.
+    missing = [k for k in ("a_run", "a_model", "b_run", "b_model") if k not in q]
     if missing:
         return _bad(f"missing {', '.join(missing)}: compare names two sides, each a run and a model")
     try:
@@ -133,11 +174,14 @@ async def compare_view(request: web.Request) -> web.StreamResponse:
         return _bad(str(exc.args[0]), 404)
 
 
-def make_app(index: Index, token: str | None = None) -> web.Application:
-    app = web.Application(middlewares=[_token_gate])
+def make_app(index: Index, token: str | None = None, hosts: frozenset[str] | None = None) -> web.Application:
+    """`hosts`: the Host names answered (None: any, for a server bound beyond loopback, which needs a token)."""
+    app = web.Application(middlewares=[_own_words, _host_gate, _token_gate])
     app[INDEX_KEY] = index
     if token:
         app[TOKEN_KEY] = token
+    if hosts is not None:
+        app[HOSTS_KEY] = hosts
     app.router.add_get("/", page_html)
     app.router.add_get("/static/{name}", static)
     app.router.add_get("/api/runs", runs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path, PurePosixPath
 
 
@@ -39,3 +41,29 @@ def relative(root: Path, path: Path) -> str:
     """The workspace-relative POSIX form of an absolute path inside it, as tools print it."""
     rel = path.relative_to(root).as_posix()
     return rel or "."
+
+
+# What a check reads of one workspace file at most (a program may have written up to its file-size limit).
+READ_LIMIT = 16 << 20
+
+
+def read_inside(root: Path, raw: str, limit: int = READ_LIMIT) -> bytes | None:
+    """The bytes of the regular file `raw` names inside `root`, or None when there is none (missing, a directory,
+    a link out, a FIFO or a device: a program in the sandbox may have left any of these). Opened without following
+    a final link and without blocking, checked to be a regular file, read up to `limit` bytes (more: ToolError).
+    Nothing runs in the workspace between the containment check and the open: every sandboxed process has ended."""
+    try:
+        target = resolve(root, raw)
+    except ToolError:
+        return None
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ToolError(f"{relative(root, target)} is larger than {limit >> 20} MiB")
+    return data

@@ -1,23 +1,20 @@
-"""run_command: an allow-listed program run without a shell, in the workspace, with a timeout and a bare environment."""
+"""run_command: an allow-listed program run without a shell, in the sandbox, on the workspace."""
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
-import signal
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bench.workspace import sandbox
 from bench.workspace.paths import ToolError
 from bench.workspace.registry import ToolContext, tool, truncate
 
 MAX_OUTPUT = 8_000
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
-# "python"/"python3" run the interpreter bench runs on, so that the driver and the offline scorer execute fixture
-# tests with the same Python whatever the host's PATH holds.
+# "python"/"python3" run the sandbox's interpreter (bench's own when the sandbox can run it), so that the driver and
+# the offline scorer execute fixture tests with the same Python whatever the host's PATH holds.
 PYTHON_NAMES = frozenset({"python", "python3"})
 
 
@@ -29,19 +26,6 @@ def parse_allow(entries: Sequence[str]) -> tuple[tuple[str, ...], ...]:
         if words:
             allowed.append(words)
     return tuple(allowed)
-
-
-def minimal_env(root: str) -> dict[str, str]:
-    return {
-        "PATH": SAFE_PATH,
-        "HOME": root,
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ litter that would change listings and file checks
-        "PYTHONHASHSEED": "0",
-        "PYTHONIOENCODING": "utf-8",
-        "TMPDIR": root,
-    }
 
 
 def _argv(raw: object) -> list[str]:
@@ -60,31 +44,21 @@ def _argv(raw: object) -> list[str]:
 
 
 def run_argv(ctx: ToolContext, argv: list[str]) -> tuple[int | None, str]:
-    """Run argv in the workspace: (exit status or None on timeout, combined output)."""
-    program = sys.executable if argv[0] in PYTHON_NAMES else shutil.which(argv[0], path=SAFE_PATH)
+    """Run argv in the sandbox on the workspace (bench.workspace.sandbox, writable, kept): (exit status, or None when
+    killed at the time or output limit; stdout and stderr together). Raises SandboxUnavailable."""
+    if argv[0] in PYTHON_NAMES:
+        python = sandbox.python_interpreter()
+        program, extra = (python.path, python.extra_ro) if python is not None else (None, ())
+    else:
+        program, extra = shutil.which(argv[0], path=SAFE_PATH), ()
     if program is None:
         raise ToolError(f"{argv[0]}: command not found")
-    env = dict(ctx.env) or minimal_env(str(ctx.root))
-    try:
-        proc = subprocess.Popen(
-            [program, *argv[1:]],
-            cwd=ctx.root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so a timeout kills its children too
-        )
-    except OSError as exc:
-        raise ToolError(f"{argv[0]}: cannot run: {exc.strerror}") from None
-    try:
-        out, _ = proc.communicate(timeout=ctx.command_timeout)
-        status: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        status = None
-    return status, out.decode("utf-8", errors="replace")
+    limits = sandbox.Limits(timeout_s=ctx.command_timeout, memory_bytes=1 << 30, file_bytes=64 << 20)
+    result = sandbox.Sandbox(ctx.root).run(
+        [program, *argv[1:]], limits=limits, keep=True, merge_stderr=True, extra_ro=extra
+    )
+    killed = result.timed_out or result.output_limited or result.process_limited
+    return (None if killed else result.exit_code), result.stdout + (f"\n[{result.describe()}]" if killed else "")
 
 
 @tool(
@@ -113,7 +87,7 @@ def run_command(ctx: ToolContext, args: Mapping[str, Any]) -> str:
     status, output = run_argv(ctx, argv)
     output = truncate(output, MAX_OUTPUT)
     if status is None:
-        raise CommandFailed(f"timed out after {ctx.command_timeout:g} s", output)
+        raise CommandFailed(f"killed: time, output or process limit (time limit {ctx.command_timeout:g} s)", output)
     if status != 0:
         raise CommandFailed(f"exit status {status}", output)
     return f"exit status 0\n{output}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,6 @@ class ToolContext:
     root: Path
     allow_commands: tuple[tuple[str, ...], ...] = ()
     command_timeout: float = 10.0
-    env: Mapping[str, str] = field(default_factory=dict)
 
 
 ToolFn = Callable[[ToolContext, Mapping[str, Any]], str]

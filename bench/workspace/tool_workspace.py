@@ -16,6 +16,7 @@ import orjson
 from bench.core.errors import BenchError
 from bench.workspace import files as _files
 from bench.workspace import programs as _programs
+from bench.workspace import sandbox
 from bench.workspace.paths import ToolError
 from bench.workspace.registry import TOOLS, ToolContext
 
@@ -74,11 +75,10 @@ class ToolWorkspace:
         base = Path(tempfile.mkdtemp(prefix="bench-ws-"))
         path = (base / "repo").resolve()
         shutil.copytree(source, path, symlinks=True, ignore=_ignore)
+        # Commands run in the sandbox as its user (when bench is root): the copy must be theirs to write.
+        sandbox.hand_over(base)
         ctx = ToolContext(
-            root=path,
-            allow_commands=_programs.parse_allow(allow_commands),
-            command_timeout=command_timeout,
-            env=_programs.minimal_env(str(path)),
+            root=path, allow_commands=_programs.parse_allow(allow_commands), command_timeout=command_timeout
         )
         return cls(path, ctx, tools)
 
@@ -105,7 +105,8 @@ class ToolWorkspace:
             return ToolResult("", False, f"{name} failed: {exc.strerror or exc}")
 
     def run(self, argv: Sequence[str]) -> tuple[int | None, str]:
-        """Run a command in the workspace bypassing the allow-list (for checks such as command_succeeds)."""
+        """Run a command in the sandbox on the workspace bypassing the allow-list (for checks such as
+        command_succeeds). Raises SandboxUnavailable."""
         return _programs.run_argv(self._ctx, list(argv))
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ import yaml
 
 from bench.core.errors import BenchError
 from bench.core.nesting import TooDeep, load_yaml
+from bench.core.yamlfile import read_yaml_text
 
 API_KEY_ENV = "BENCH_API_KEY"
 
@@ -123,7 +124,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 def load_config_file(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_yaml_text(path, "config")
     except OSError as exc:
         raise BenchError(f"{path}: cannot read config: {exc.strerror}; pass an existing --config file") from None
     try:

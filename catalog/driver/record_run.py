@@ -64,7 +64,20 @@ def select_tests(catalog: Catalog, cfg: RecordConfig) -> list[TestSpec]:
     tests = catalog.select(cfg.suites or None, cfg.tests or None)
     if not tests:
         raise BenchError("no tests selected; check --suite and --tests")
+    _sandbox_ready(tests)
     return tests
+
+
+def _sandbox_ready(tests: list[TestSpec]) -> None:
+    """Tests whose model may run commands need the code sandbox: refuse the run before anything is sent, rather than
+    run a model's commands unsandboxed or fail each call later."""
+    if not any(t.workspace is not None and t.workspace.allow_commands for t in tests):
+        return
+    from bench.workspace import sandbox
+
+    problem = sandbox.unavailable()
+    if problem is not None:
+        raise BenchError(f"{problem} (workspace tests run the model's commands in it; or leave them out with --suite)")
 
 
 def make_jobs(tests: list[TestSpec], models: list[str], epochs: int) -> list[Job]:
@@ -149,6 +162,10 @@ async def record(
 
     target = cfg.proxy or cfg.upstream
     assert target is not None
+    if cfg.upstream is not None:
+        from bench.proxy.server import public_url
+
+        public_url(cfg.upstream)  # credentials in it are refused before the preflight could send them
     await preflight(target, cfg.api_key, cfg.models)
 
     proxy = None

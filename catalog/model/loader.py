@@ -22,6 +22,7 @@ from bench.catalog.model.check_rules import CheckRules
 from bench.catalog.model.spec import Catalog, Check, Limits, RefCall, Reference, TestSpec, Workspace
 from bench.core.errors import BenchError
 from bench.core.nesting import TooDeep, load_yaml
+from bench.core.yamlfile import read_yaml_text
 
 # Multi-turn tasks need room to read, edit and run tests; a test can lower or raise these.
 WORKSPACE_LIMITS = Limits(max_turns=12, max_calls=20)
@@ -40,7 +41,7 @@ def builtin_tools() -> dict[str, dict[str, Any]]:
     """Named single-turn function tools from catalog/data/tools/*.yaml, as OpenAI tool schemas."""
     tools: dict[str, dict[str, Any]] = {}
     for file in sorted(TOOLS_DIR.glob("*.yaml")):
-        data = load_yaml(file.read_text(encoding="utf-8")) or {}
+        data = load_yaml(read_yaml_text(file, "tool file")) or {}
         for entry in data.get("tools", []):
             if entry["name"] in tools:
                 raise BenchError(f"{file}: built-in tool {entry['name']!r} is defined twice; rename one")
@@ -102,7 +103,7 @@ class _SuiteLoader:
 
     def load(self) -> list[TestSpec]:
         try:
-            data = load_yaml(self.file.read_text(encoding="utf-8"))
+            data = load_yaml(read_yaml_text(self.file, "catalog suite"))
         except TooDeep as exc:
             raise self.fail("YAML", f"{exc}; a suite never needs that: flatten it") from None
         except yaml.YAMLError as exc:

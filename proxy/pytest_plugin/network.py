@@ -1,13 +1,21 @@
-"""Refusing every connection off the machine's loopback while a test replays.
+"""Refusing every connection off the machine's loopback while a test replays (docs/pytest.md says what is covered).
 
-`socket.socket.connect`/`connect_ex` are replaced for the test (asyncio, httpx, aiohttp, urllib and the openai SDK all
-connect through them): loopback (127.0.0.0/8, ::1) and Unix sockets pass, anything else fails the test at once. The
-failure is pytest's own (`pytest.fail`), a BaseException, so an SDK's retry loop (which catches Exception) cannot turn
-it into three slow attempts and a vague connection error; it is also noted, so a test that swallows it still fails.
+In the test's process, `socket.socket.connect`/`connect_ex` (asyncio, httpx, aiohttp, urllib, requests and the openai
+SDK all connect through them) and `sendto`/`sendmsg` (UDP without a connect) are replaced for the test, and
+`_socket.socket`, the C type under `socket.socket`, is swapped for a checked subclass, so code that builds its
+socket from `_socket` is checked too. Loopback (127.0.0.0/8, ::1) and Unix sockets pass, anything else fails the
+test at once. The failure is pytest's own (`pytest.fail`), a BaseException, so an SDK's retry loop (which catches
+Exception) cannot turn it into three slow attempts and a vague connection error; it is also noted, so a test that
+swallows it still fails.
+
+Not covered in-process: subprocesses (curl, another Python), C extensions and ctypes calling the C library, and
+sockets made before the test began. The stronger opt-in, `--bench-netns`, runs the whole pytest session in a network
+namespace of its own (bench.proxy.pytest_plugin.netns): there nothing but its own loopback exists, for any process.
 """
 
 from __future__ import annotations
 
+import _socket
 import ipaddress
 import socket
 from collections.abc import Callable
@@ -17,6 +25,9 @@ import pytest
 
 _REAL_CONNECT = socket.socket.connect
 _REAL_CONNECT_EX = socket.socket.connect_ex
+_REAL_SENDTO = socket.socket.sendto
+_REAL_SENDMSG = socket.socket.sendmsg
+_REAL_C_SOCKET = _socket.socket
 
 
 def is_loopback(family: int, address: Any) -> bool:
@@ -44,8 +55,8 @@ class NetworkBlock:
         self.fix = fix
         self.blocked: list[str] = []
 
-    def _check(self, sock: socket.socket, address: Any) -> None:
-        if is_loopback(sock.family, address):
+    def _check(self, family: int, address: Any) -> None:
+        if is_loopback(family, address):
             return
         where = f"{address[0]}:{address[1]}" if isinstance(address, tuple) and len(address) >= 2 else str(address)
         message = (
@@ -59,19 +70,52 @@ class NetworkBlock:
         check = self._check
 
         def connect(sock: socket.socket, address: Any) -> None:
-            check(sock, address)
+            check(sock.family, address)
             _REAL_CONNECT(sock, address)
 
         def connect_ex(sock: socket.socket, address: Any) -> int:
-            check(sock, address)
+            check(sock.family, address)
             return _REAL_CONNECT_EX(sock, address)
 
-        _set(connect, connect_ex)
+        def sendto(sock: socket.socket, data: Any, *args: Any) -> int:
+            check(sock.family, args[-1])  # sendto(data, address) or sendto(data, flags, address)
+            return _REAL_SENDTO(sock, data, *args)
+
+        def sendmsg(sock: socket.socket, buffers: Any, *args: Any) -> int:
+            if len(args) >= 3 and args[2] is not None:  # sendmsg(buffers, ancdata, flags, address)
+                check(sock.family, args[2])
+            return _REAL_SENDMSG(sock, buffers, *args)
+
+        class CheckedSocket(_REAL_C_SOCKET):
+            """`_socket.socket` as code that bypasses `socket.socket` gets it while the block is on."""
+
+            def connect(self, address: Any) -> None:
+                check(self.family, address)
+                super().connect(address)
+
+            def connect_ex(self, address: Any) -> int:
+                check(self.family, address)
+                return int(super().connect_ex(address))
+
+            def sendto(self, data: Any, *args: Any) -> int:
+                check(self.family, args[-1])
+                return int(super().sendto(data, *args))
+
+        _set(connect, connect_ex, sendto, sendmsg, CheckedSocket)
 
     def remove(self) -> None:
-        _set(_REAL_CONNECT, _REAL_CONNECT_EX)
+        _set(_REAL_CONNECT, _REAL_CONNECT_EX, _REAL_SENDTO, _REAL_SENDMSG, _REAL_C_SOCKET)
 
 
-def _set(connect: Callable[..., None], connect_ex: Callable[..., int]) -> None:
+def _set(
+    connect: Callable[..., None],
+    connect_ex: Callable[..., int],
+    sendto: Callable[..., int],
+    sendmsg: Callable[..., int],
+    c_socket: type[_socket.socket],
+) -> None:
     socket.socket.connect = connect  # type: ignore[method-assign]
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+    socket.socket.sendto = sendto  # type: ignore[method-assign]
+    socket.socket.sendmsg = sendmsg  # type: ignore[method-assign]
+    _socket.socket = c_socket  # type: ignore[misc]

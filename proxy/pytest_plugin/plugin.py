@@ -110,6 +110,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "record and replay this test's LLM traffic through bench (docs/pytest.md)",
     )
     state = PluginState(config)
+    if config.getoption("bench_netns", False):
+        from bench.proxy.pytest_plugin.netns import reexec
+
+        reexec(config, state.settings.record_mode)  # starts pytest again in its own network namespace, once
     config.stash[_STATE] = state
     config.pluginmanager.register(Reporter(), "bench-reporter")
     config.pluginmanager.register(state, "bench-state")  # for its pytest_keyboard_interrupt

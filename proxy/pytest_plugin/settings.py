@@ -68,6 +68,13 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="fail a replaying test whose cassette holds an exchange it never asked for",
     )
+    group.addoption(
+        "--bench-netns",
+        action="store_true",
+        default=False,
+        help="replay the whole session in a network namespace of its own (bubblewrap): no process of it reaches "
+        "anything but its own loopback; stronger than the in-process block (docs/pytest.md)",
+    )
     parser.addini("bench_record_mode", "default record mode (none, once, new_episodes, all)", default="none")
     parser.addini("bench_cassette_dir", "cassettes folder, relative to each test file's folder", default="cassettes")
     parser.addini(

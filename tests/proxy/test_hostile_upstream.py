@@ -45,7 +45,6 @@ PASSWORD = "hunter2-correct-horse"
 LOWER_BEARER = "sk-lower-bearer-0000111"
 TOKEN_SCHEME = "tok-scheme-99998888"
 CTL_KEY = "ctl-key-in-bad-header-5555"
-URL_PASSWORD = "url-password-8888777766"
 URL_KEY = "url-query-key-12121212"
 
 SECRETS = (
@@ -62,7 +61,6 @@ SECRETS = (
     LOWER_BEARER,
     TOKEN_SCHEME,
     CTL_KEY,
-    URL_PASSWORD,
     URL_KEY,
 )
 MODELS = ("hostile", "hostile-gzip", "hostile-deflate", "hostile-br")
@@ -188,8 +186,8 @@ async def test_no_secret_reaches_any_artifact_from_a_hostile_upstream(
     runner, upstream = await start_hostile()
     cassettes = tmp_path / "cassettes"
     env = {"BENCH_T_UPSTREAM_KEY": UPSTREAM_KEY, "BENCH_T_TOKEN": CLIENT_TOKEN}
-    # Credentials in the upstream URL itself must not be printed either.
-    flags = ["--upstream", upstream.replace("http://", f"http://user:{URL_PASSWORD}@") + f"?key={URL_KEY}"]
+    # A key in the upstream URL's query must not be printed either (user:password@ is refused: test_proxy_hostile.py).
+    flags = ["--upstream", upstream + f"?key={URL_KEY}"]
     flags += ["--cassettes", str(cassettes)]
     flags += ["--secret-header", "X-Org-Secret", "--secret-field", "org_pin"]
     if keys == "proxy keys":

@@ -7,7 +7,7 @@ second byte, ...), the near-constant high bytes form long runs that zstd compres
 A v2 record's payload is `kind (u8), length (u32), column, msgpack record`: the proxy's event loop packs the record
 without its times (less work than packing them as integers) and the writer thread builds the column. Kinds:
 NONE (the record keeps whatever `response.chunk_us` it has), SHUFFLED (uint32 column), LIST (msgpack list: a value
-that does not fit a uint32, such as a negative delta or a gap over 71 minutes).
+that does not fit a uint32: a gap over 71 minutes; a reader takes 0 to records.MAX_SPAN_US only).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from array import array
 from typing import Any
 
 import msgpack
+
+from bench.core.cassette.records import MAX_SPAN_US
 
 NONE, SHUFFLED, LIST = 0, 1, 2
 HEAD = struct.Struct("<BI")
@@ -66,8 +68,9 @@ def split(data: bytes | memoryview) -> tuple[bytes | memoryview, list[int] | Non
         return record, _unshuffle(column)
     if kind == LIST:
         times: Any = msgpack.unpackb(column)
-        if isinstance(times, list) and all(isinstance(t, int) for t in times):
+        if isinstance(times, list) and all(isinstance(t, int) and 0 <= t <= MAX_SPAN_US for t in times):
             return record, times
+        raise ValueError(f"time column holds a value that is not a time from 0 to {MAX_SPAN_US} us")
     raise ValueError(f"unknown or malformed time column (kind {kind})")
 
 

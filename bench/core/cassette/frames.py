@@ -29,6 +29,10 @@ MIN_PIECE = 1 << 6
 OUT_TARGET = 1 << 21
 # After damage, the damaged frame is decoded again this many compressed bytes at a time.
 SALVAGE_STEP = 512
+# What one frame may decompress to: a frame bench writes holds 4 MiB of records plus one batch (the writer's queue,
+# 64 MiB) or one record (at most envelope.MAX_RECORD). Past this a frame is not one bench wrote (a decompression
+# bomb: a few KiB that decode to gigabytes): the rest of it is skipped, undecoded, as damage.
+MAX_FRAME_OUT = 512 << 20
 
 
 @dataclass(frozen=True)
@@ -97,8 +101,9 @@ def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
         fed = pos
         given = 0  # decompressed bytes of this frame yielded so far
         size = MIN_PIECE
+        bomb = False
         try:
-            while not dobj.eof and fed < n:
+            while not dobj.eof and fed < n and not bomb:
                 piece = buf[fed : fed + size]
                 fed += len(piece)
                 out = dobj.decompress(piece)
@@ -110,6 +115,7 @@ def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
                 if out:
                     given += len(out)
                     yield Data(frame, out)
+                bomb = given > MAX_FRAME_OUT
         except zstandard.ZstdError as exc:
             # The failing call's output is lost with its exception: decode the frame again in small steps to get
             # every block before the damage.
@@ -118,6 +124,13 @@ def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
                 yield Data(frame, rest)
             resume = _next_magic(buf, pos + 1)
             yield Skipped(frame, min(bad, resume), resume, f"damaged zstd data ({_short(exc)})")
+            pos = resume
+            frame += 1
+            continue
+        if bomb:
+            resume = _next_magic(buf, pos + 1)
+            why = f"a frame that decompresses past {MAX_FRAME_OUT >> 20} MiB (a decompression bomb?)"
+            yield Skipped(frame, pos, resume, why)
             pos = resume
             frame += 1
             continue

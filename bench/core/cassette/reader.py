@@ -34,6 +34,15 @@ NO_END = "no end record (the recorder was killed or is still writing)"
 _DECODER = msgspec.msgpack.Decoder(Exchange | End | Part)
 
 
+_TIMES_MISFIT = "{} arrival time(s) for {} read(s)"
+
+
+def _times_fit(record: Exchange) -> bool:
+    """One arrival time per read, or none at all (an exchange recorded without times)."""
+    times, chunks = record.response.chunk_us, record.response.chunks
+    return not times or len(times) == len(chunks)
+
+
 class PartsMissing(ValueError):
     """An exchange whose body was written in parts, not all of which were read whole."""
 
@@ -248,8 +257,11 @@ class CassetteReader:
             yield from self._from_map(packed, times)
             return
         try:
-            # The fast path: msgpack straight into the typed record, every field's type checked on the way.
+            # The fast path: msgpack straight into the typed record, every field's type and bound checked on the way.
             record = _DECODER.decode(packed)
+        except RecursionError:
+            self._malformed("nested too deep to decode")
+            return
         except msgspec.DecodeError as exc:
             # Not a record of a kind this bench knows, or a known kind with fields of other types: find out which.
             try:
@@ -276,6 +288,9 @@ class CassetteReader:
             return
         if times is not None:
             record.response.chunk_us = times
+        if not record.response.parts and not _times_fit(record):
+            self._malformed(_TIMES_MISFIT.format(len(record.response.chunk_us), len(record.response.chunks)))
+            return
         checked: bytes | memoryview | None = payload
         if record.response.parts:
             try:
@@ -288,6 +303,9 @@ class CassetteReader:
                     check_parts(record, parts)
             except PartsMissing:
                 self._partless += 1
+                return
+            if self.part_bodies and not _times_fit(record):
+                self._malformed(_TIMES_MISFIT.format(len(record.response.chunk_us), len(record.response.chunks)))
                 return
             checked = None  # its body is in other records too: no one payload holds it
         self._payload = checked
@@ -318,10 +336,14 @@ class CassetteReader:
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind == EXCHANGE:
             try:
-                return from_map(Exchange, upgrade(obj, self.version))
+                record = from_map(Exchange, upgrade(obj, self.version))
             except DamagedRecord as exc:
                 self._malformed(str(exc))
                 return None
+            if not _times_fit(record):
+                self._malformed(_TIMES_MISFIT.format(len(record.response.chunk_us), len(record.response.chunks)))
+                return None
+            return record
         if kind == END:
             try:
                 self.end = from_map(End, obj)
@@ -377,8 +399,16 @@ class CassetteReader:
         return f"{self.path}: read {self.exchanges} exchange(s); {self.error}"
 
 
-# What a damaged payload can raise when decoded.
-PAYLOAD_ERRORS = (msgspec.DecodeError, msgpack.UnpackException, ValueError, TypeError, KeyError, IndexError)
+# What a damaged payload can raise when decoded (RecursionError: nested past what the decoder follows).
+PAYLOAD_ERRORS = (
+    msgspec.DecodeError,
+    msgpack.UnpackException,
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    RecursionError,
+)
 
 
 def exchange_of_payload(payload: bytes | memoryview, version: int) -> Exchange | None:
@@ -398,6 +428,8 @@ def exchange_of_payload(payload: bytes | memoryview, version: int) -> Exchange |
         return None
     if times is not None:
         record.response.chunk_us = times
+    if not record.response.parts and not _times_fit(record):
+        raise ValueError(_TIMES_MISFIT.format(len(record.response.chunk_us), len(record.response.chunks)))
     return record
 
 

@@ -7,13 +7,30 @@ format. Defaults are what a reader assumes for a field an older or partial recor
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
 from bench.core.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, PART
 
 _P = TypeVar("_P", bound=msgspec.Struct)
+
+# -- bounds -----------------------------------------------------------------------------------------------------------
+# Every value is range-checked as it is decoded (docs/cassette-format.md, "Bounds"): a record holding a value outside
+# them is damage, skipped and counted like any other malformed record, so no reader downstream meets a time past the
+# year 9999, a negative count or a megabyte-long model name.
+MAX_TIME_US = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z, the last instant `datetime` can hold
+MAX_SPAN_US = 30 * 86_400 * 1_000_000  # a time inside one exchange, from its start (30 days)
+MAX_COUNT = 1 << 53  # counters and byte counts (exact in a float, as JSON readers hold them)
+MAX_NAME = 4096  # ids, tags, model names, header values of bench's own records: characters
+MAX_TEXT = 1 << 16  # an error message, a request path or query, an HTTP header value: characters
+
+Epoch = Annotated[int, msgspec.Meta(ge=0, le=MAX_TIME_US)]
+Span = Annotated[int, msgspec.Meta(ge=0, le=MAX_SPAN_US)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
+Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
+Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
+Seconds = Annotated[float, msgspec.Meta(ge=0, le=MAX_SPAN_US / 1e6)]
 
 
 # gc=False: a record holds only strings, numbers, bytes and other record parts, so it is never part of a reference
@@ -22,24 +39,24 @@ class MatchSettings(msgspec.Struct, gc=False):
     """How a replay matched requests to recordings (bench.proxy.matching.MatchOptions)."""
 
     strict: bool = True
-    ignore: list[str] = msgspec.field(default_factory=list)
+    ignore: list[Text] = msgspec.field(default_factory=list)
     tool_call_ids: bool = False
-    blank: list[str] = msgspec.field(default_factory=list)
+    blank: list[Text] = msgspec.field(default_factory=list)
 
 
 class Settings(msgspec.Struct, gc=False):
     """`header.settings`: how the proxy that wrote the cassette was set up (never a key: only whether one was set)."""
 
-    upstream: str | None = None
-    mode: str | None = None
-    pace: str | None = None
-    listen: str | None = None
+    upstream: Text | None = None
+    mode: Name | None = None
+    pace: Name | None = None
+    listen: Name | None = None
     upstream_key: bool = False
     client_token: bool = False
     # Seconds as given (an int stays an int).
-    request_timeout: int | float | None = None
-    idle_timeout: int | float | None = None
-    replay_sources: int = 0
+    request_timeout: Count | Seconds | None = None
+    idle_timeout: Count | Seconds | None = None
+    replay_sources: Count = 0
     # Absent (not null) in cassettes written before it existed: UNSET keeps them reading, and re-encoding, the same.
     match: MatchSettings | msgspec.UnsetType | None = msgspec.UNSET
 
@@ -47,23 +64,23 @@ class Settings(msgspec.Struct, gc=False):
 class RunMeta(msgspec.Struct, gc=False):
     """`header.run`: the run that the recording driver (`bench record`) was making; empty for a bare proxy."""
 
-    id: str | None = None
-    driver: str | None = None
+    id: Name | None = None
+    driver: Name | None = None
     # The driver's options as it shows them to users (bench.catalog.driver.config.RecordConfig.public(), no key): kept
     # verbatim, read back only by `bench record --resume` to take the options over.
     config: dict[str, Any] | None = None
-    catalog_hash: str | None = None
-    tests: dict[str, str] | None = None  # test id -> the test's hash when recorded (staleness)
-    bench_version: str | None = None
-    started: str | None = None
-    resumed_from: list[str] | None = None
+    catalog_hash: Name | None = None
+    tests: dict[Name, Name] | None = None  # test id -> the test's hash when recorded (staleness)
+    bench_version: Name | None = None
+    started: Name | None = None
+    resumed_from: list[Text] | None = None
     # Written by the pytest plugin (bench.proxy.pytest_plugin) only, absent otherwise (UNSET: other headers read and
     # re-encode as they were).
-    source: str | msgspec.UnsetType = msgspec.UNSET  # "pytest"
-    test: str | msgspec.UnsetType = msgspec.UNSET  # the pytest node id that recorded the cassette
-    session: str | msgspec.UnsetType = msgspec.UNSET  # the pytest session that wrote it
-    depends_on: dict[str, str] | msgspec.UnsetType = msgspec.UNSET  # file -> its hash when recorded
-    first_recorded_us: int | msgspec.UnsetType = msgspec.UNSET  # a merged cassette: its oldest recording's time
+    source: Name | msgspec.UnsetType = msgspec.UNSET  # "pytest"
+    test: Text | msgspec.UnsetType = msgspec.UNSET  # the pytest node id that recorded the cassette
+    session: Name | msgspec.UnsetType = msgspec.UNSET  # the pytest session that wrote it
+    depends_on: dict[Text, Name] | msgspec.UnsetType = msgspec.UNSET  # file -> its hash when recorded
+    first_recorded_us: Epoch | msgspec.UnsetType = msgspec.UNSET  # a merged cassette: its oldest recording's time
 
 
 class Header(msgspec.Struct, tag_field="kind", tag=HEADER, gc=False):
@@ -71,10 +88,10 @@ class Header(msgspec.Struct, tag_field="kind", tag=HEADER, gc=False):
 
     format: str = FORMAT_NAME
     version: int = FORMAT_VERSION
-    bench_version: str = ""
-    fingerprint_version: int = 0
-    created: str = ""
-    created_us: int = 0
+    bench_version: Name = ""
+    fingerprint_version: Count = 0
+    created: Name = ""
+    created_us: Epoch = 0
     settings: Settings = msgspec.field(default_factory=Settings)
     run: RunMeta = msgspec.field(default_factory=RunMeta)
 
@@ -83,15 +100,15 @@ class End(msgspec.Struct, tag_field="kind", tag=END, gc=False):
     """The last record, written when the cassette is closed cleanly. The fields after `queue_full_waits` are
     `bench proxy`'s own counters, absent (UNSET) from cassettes closed by other writers."""
 
-    closed: str = ""
-    exchanges: int = 0
-    queue_full_waits: int = 0
+    closed: Name = ""
+    exchanges: Count = 0
+    queue_full_waits: Count = 0
     interrupted: bool | msgspec.UnsetType = msgspec.UNSET
-    cut_by_shutdown: int | msgspec.UnsetType = msgspec.UNSET
-    errors: int | msgspec.UnsetType = msgspec.UNSET
-    replayed: int | msgspec.UnsetType = msgspec.UNSET
-    misses: int | msgspec.UnsetType = msgspec.UNSET
-    client_disconnects: int | msgspec.UnsetType = msgspec.UNSET
+    cut_by_shutdown: Count | msgspec.UnsetType = msgspec.UNSET
+    errors: Count | msgspec.UnsetType = msgspec.UNSET
+    replayed: Count | msgspec.UnsetType = msgspec.UNSET
+    misses: Count | msgspec.UnsetType = msgspec.UNSET
+    client_disconnects: Count | msgspec.UnsetType = msgspec.UNSET
 
 
 # -- the exchange record ---------------------------------------------------------------------------------------------
@@ -100,79 +117,79 @@ class End(msgspec.Struct, tag_field="kind", tag=END, gc=False):
 
 
 class Request(msgspec.Struct, omit_defaults=True, gc=False):
-    method: str = ""
-    path: str = ""
-    query: str = ""
-    headers: list[list[str]] = msgspec.field(default_factory=list)
+    method: Name = ""
+    path: Text = ""
+    query: Text = ""
+    headers: list[list[Text]] = msgspec.field(default_factory=list)
     body: bytes = b""
-    fp: str = ""
+    fp: Name = ""
 
 
 class Response(msgspec.Struct, omit_defaults=True, gc=False):
-    status: int | None = None
-    headers: list[list[str]] = msgspec.field(default_factory=list)
+    status: Annotated[int, msgspec.Meta(ge=0, le=999)] | None = None
+    headers: list[list[Text]] = msgspec.field(default_factory=list)
     chunks: list[bytes] = msgspec.field(default_factory=list)
     # Stored as the payload's time column, not in the map (bench.core.cassette.columns): the reader puts it back here.
-    chunk_us: list[int] = msgspec.field(default_factory=list)
+    chunk_us: list[Span] = msgspec.field(default_factory=list)
     streamed: bool = False
-    raw_bytes: int = 0
+    raw_bytes: Count = 0
     cut: bool = False
     # On disk only: the sequence numbers of the part records holding this body's first reads, in order. Readers put
     # those reads (and their times) in front of `chunks` and leave this empty, so a record read can be written again.
-    parts: list[int] = msgspec.field(default_factory=list)
+    parts: list[Count] = msgspec.field(default_factory=list)
 
 
 class Timing(msgspec.Struct, omit_defaults=True, gc=False):
-    sent_upstream: int | None = None
-    headers: int | None = None
-    first_byte: int | None = None
-    first_token: int | None = None
-    end: int = 0
-    proxy_us: int = 0
-    loop_lag_us: int | None = None
+    sent_upstream: Span | None = None
+    headers: Span | None = None
+    first_byte: Span | None = None
+    first_token: Span | None = None
+    end: Span = 0
+    proxy_us: Span = 0
+    loop_lag_us: Span | None = None
 
 
 class Upstream(msgspec.Struct, omit_defaults=True, gc=False):
-    url: str | None = None
-    system_fingerprint: str | None = None
-    model: str | None = None
-    server: str | None = None
-    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    url: Text | None = None
+    system_fingerprint: Name | None = None
+    model: Name | None = None
+    server: Name | None = None
+    headers: dict[Name, Text] = msgspec.field(default_factory=dict)
 
 
 class ReplayOf(msgspec.Struct, gc=False):
     """The recorded exchange a replay served."""
 
-    cassette: str = ""
-    id: str = ""
+    cassette: Text = ""
+    id: Name = ""
 
 
 class Exchange(msgspec.Struct, tag_field="kind", tag=EXCHANGE, omit_defaults=True, gc=False):
     """One request and its response (the bulk of every cassette)."""
 
-    id: str = ""
-    started: int = 0
-    mode: str = ""
+    id: Name = ""
+    started: Epoch = 0
+    mode: Name = ""
     request: Request = msgspec.field(default_factory=Request)
     response: Response = msgspec.field(default_factory=Response)
     timing: Timing = msgspec.field(default_factory=Timing)
     upstream: Upstream = msgspec.field(default_factory=Upstream)
-    outcome: str = "complete"
-    error: str | None = None
-    tags: dict[str, str] = msgspec.field(default_factory=dict)
+    outcome: Name = "complete"
+    error: Text | None = None
+    tags: dict[Name, Name] = msgspec.field(default_factory=dict)
     replay_of: ReplayOf | None = None
-    redacted: list[str] = msgspec.field(default_factory=list)
+    redacted: list[Name] = msgspec.field(default_factory=list)
 
 
 class Part(msgspec.Struct, tag_field="kind", tag=PART, omit_defaults=True, gc=False):
     """Reads of a large response body written while its exchange was still running (the proxy's spill): the
     exchange record that ends it lists the parts' sequence numbers in `response.parts`."""
 
-    started: int = 0  # the exchange's `started`: names an exchange that never ended
-    n: int = 0  # its place among the parts of its exchange, from 0
+    started: Epoch = 0  # the exchange's `started`: names an exchange that never ended
+    n: Count = 0  # its place among the parts of its exchange, from 0
     chunks: list[bytes] = msgspec.field(default_factory=list)
     # Continues the exchange's delta chain (the first from t0 only in part 0); stored as the payload's time column.
-    chunk_us: list[int] = msgspec.field(default_factory=list)
+    chunk_us: list[Span] = msgspec.field(default_factory=list)
 
 
 class DamagedRecord(ValueError):
@@ -215,3 +232,5 @@ def from_map(kind: type[_P], value: Any) -> _P:
         return msgspec.convert(value, kind)
     except msgspec.ValidationError as exc:
         raise DamagedRecord(str(exc)) from None
+    except RecursionError:
+        raise DamagedRecord("nested too deep to decode") from None

@@ -14,6 +14,7 @@ type can change without changing them; `Redactor.redact_exchange` only wires the
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import json
 import re
@@ -229,8 +230,7 @@ def redact_json_fields(
                 low = k.lower() if isinstance(k, str) else k
                 if low in any_value or (low in fields and isinstance(v, str)):
                     found.append(f"request.body.{path}{k}")
-                    if isinstance(v, str):
-                        secrets.add(v)
+                    _add_json_value(secrets, v)
                     node[k] = REDACTED
                     hits += 1
                 elif isinstance(v, dict | list):
@@ -244,6 +244,29 @@ def redact_json_fields(
     except RecursionError:
         found.append("request.body")
         return _REDACTED_B
+
+
+def _add_json_value(secrets: SecretSet, value: Any) -> None:
+    """A secret field's value of any JSON type, in every form an upstream may echo it: each string and number inside
+    it (an object or list echoed in parts), and the whole value as JSON, compact and as Python's json writes it."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            secrets.add(node)
+        elif isinstance(node, bool) or node is None:
+            continue
+        elif isinstance(node, int | float):
+            secrets.add(str(node))
+        elif isinstance(node, dict):
+            stack.extend(node.values())  # the values only: a name like "organization" is no secret
+        elif isinstance(node, list):
+            stack.extend(node)
+    if not isinstance(value, str):
+        with contextlib.suppress(TypeError, ValueError, RecursionError):
+            secrets.add(orjson.dumps(value).decode())
+            secrets.add(json.dumps(value))
+            secrets.add(json.dumps(value, ensure_ascii=False))
 
 
 @functools.lru_cache(maxsize=64)

@@ -324,7 +324,7 @@ def _ids(records: Any) -> list[tuple[str | None, int]]:
     for seq, payload in records:
         try:
             head = _ID.decode(columns.record_part(payload))
-        except (msgspec.DecodeError, ValueError):
+        except (msgspec.DecodeError, ValueError, RecursionError):
             continue  # the reader counts it as malformed; it is no exchange the index could point at
         got.append((head.id if head.kind == "exchange" else None, seq))
     return got

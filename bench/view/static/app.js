@@ -195,7 +195,8 @@ async function showCompare(params) {
     } }, el("option", { value: "" }, `side ${name}`),
       sides.map((s) => { const o = el("option", { value: s }, s.replace("|", " · ")); if (s === value) o.selected = true; return o; }));
   const form = el("div", { class: "filters" }, pick("a", `${params.a_run}|${params.a_model}`), " vs ", pick("b", `${params.b_run}|${params.b_model}`));
-  if (!params.a_run || !params.b_run) {
+  // A run id may be empty (traffic scored by rules): a side is chosen once its keys are there.
+  if (!("a_run" in params) || !("b_run" in params)) {
     main.replaceChildren(el("h2", {}, "Compare"), form, el("p", {}, "Choose two sides (a run and a model each)."));
     return;
   }

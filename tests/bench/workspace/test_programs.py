@@ -1,11 +1,9 @@
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from bench.catalog import FIXTURES_DIR
-from bench.workspace import ToolWorkspace
+from bench.workspace import ToolWorkspace, sandbox
 
 MINILIB = FIXTURES_DIR / "minilib"
 
@@ -14,7 +12,7 @@ def test_allowed_command_runs_in_the_workspace() -> None:
     with ToolWorkspace.create(MINILIB, ["python3"]) as ws:
         result = ws.call("run_command", {"command": ["python3", "-c", "import os; print(os.getcwd())"]})
         assert result.ok, result
-        assert result.output == f"exit status 0\n{ws.path}\n"
+        assert result.output == f"exit status 0\n{sandbox.MOUNT}\n"  # the workspace, where the sandbox shows it
 
 
 def test_failing_command_reports_status_and_output() -> None:
@@ -60,7 +58,7 @@ def test_timeout_kills_the_command() -> None:
         result = ws.call(
             "run_command", {"command": ["python3", "-c", "import time; print('start', flush=True); time.sleep(30)"]}
         )
-    assert not result.ok and "timed out after 0.5 s" in (result.error or "")
+    assert not result.ok and "time limit 0.5 s" in (result.error or "") and "killed: time limit" in result.output
     assert "start" in result.output
 
 
@@ -78,7 +76,10 @@ def test_bad_commands_are_model_errors(command: object) -> None:
         assert not ws.call("run_command", {"command": command}).ok
 
 
-def test_python_is_the_running_interpreter() -> None:
+def test_python_is_the_sandbox_interpreter() -> None:
+    # The same interpreter at record time and at every rescore on this machine, whatever PATH holds.
+    python = sandbox.python_interpreter()
+    assert python is not None
     with ToolWorkspace.create(MINILIB, ["python"]) as ws:
         result = ws.call("run_command", {"command": ["python", "-c", "import sys; print(sys.executable)"]})
-    assert result.ok and result.output.splitlines()[1] == sys.executable
+    assert result.ok and result.output.splitlines()[1] == python.path

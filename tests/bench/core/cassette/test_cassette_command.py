@@ -90,7 +90,12 @@ def cassette(tmp_path: Path) -> Path:
         for i in (1, 2):
             writer.put(exchange(stream_record(i)))
         writer.put(
-            exchange({**stream_record(3), "response": {**stream_record(3)["response"], "chunks": [b"\xff\x00"]}})
+            exchange(
+                {
+                    **stream_record(3),
+                    "response": {**stream_record(3)["response"], "chunks": [b"\xff\x00"], "chunk_us": [5]},
+                }
+            )
         )
     return path
 

@@ -345,6 +345,25 @@ def test_a_configured_field_is_redacted_whatever_it_holds_and_its_value_scrubbed
     assert_clean(rec, "cs-0123456789")
 
 
+def test_a_configured_field_holding_an_object_list_or_number_is_scrubbed_wherever_its_values_are_echoed() -> None:
+    # --secret-field org: before, the field was redacted but none of what it held was scrubbed where echoed.
+    org = {"id": "org-0123456789", "pins": [987654321012, "pin-abcdefghij"], "deep": {"code": "deep-zyxwvutsrq"}}
+    body = {"model": "m", "org": org, "account": 123456789012345, "flags": ["flag-one-secret", "flag-two-secret"]}
+    echoed = [
+        json.dumps(org),  # the whole object as Python writes it
+        json.dumps(org, separators=(",", ":")),  # and compact
+        "org-0123456789 and deep-zyxwvutsrq, pin-abcdefghij",  # its strings one by one
+        "pin 987654321012, account 123456789012345",  # its numbers as text
+        json.dumps(["flag-one-secret", "flag-two-secret"]),
+    ]
+    rec = record(body=json.dumps(body).encode(), chunks=[f"data: {e}\n\n".encode() for e in echoed])
+    Redactor.with_extra(json_fields=["org", "account", "flags"]).redact_exchange(rec)
+    got = json.loads(rec.request.body)
+    assert got["org"] == got["account"] == got["flags"] == REDACTED
+    assert_clean(rec, *echoed[:2], "org-0123456789", "pin-abcdefghij", "deep-zyxwvutsrq", "987654321012")
+    assert_clean(rec, "123456789012345", "flag-one-secret", "flag-two-secret")
+
+
 def test_a_body_without_secret_fields_keeps_its_exact_bytes() -> None:
     body = b'{ "model" : "m",  "messages": [] }'
     rec = record(body=body)
