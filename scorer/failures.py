@@ -34,7 +34,11 @@ MODEL_FAILURES = (
     "wrong_args",
     "outcome_mismatch",
 )
-FAILURE_TYPES = MODEL_FAILURES + TRANSPORT
+# A check that could not be evaluated (its evaluator raised, timed out or could not start its sandbox): status
+# `errored` like a transport failure, but the scorer's, not the gateway's or the model's.
+EVALUATOR_ERROR = "evaluator_error"
+SCORER_FAILURES = (EVALUATOR_ERROR,)
+FAILURE_TYPES = MODEL_FAILURES + TRANSPORT + SCORER_FAILURES
 
 _OUTCOMES = {
     "upstream_error": "upstream_error",

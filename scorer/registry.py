@@ -41,7 +41,7 @@ __all__ = [
     "evaluator",
 ]
 
-ScoreStatus = Literal["scored", "skipped"]
+ScoreStatus = Literal["scored", "skipped", "error"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,12 @@ class Score:
     @classmethod
     def skipped(cls, why: str) -> Score:
         return cls(0.0, why, "skipped")
+
+    @classmethod
+    def error(cls, why: str) -> Score:
+        """The check could not be evaluated (the evaluator raised, ran out of time, or could not start its
+        sandbox): no verdict on the model, and the result is not scored."""
+        return cls(0.0, why, "error")
 
 
 class ArgError(ValueError):

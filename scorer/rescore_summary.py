@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
-from bench.scorer.failures import FAILURE_TYPES, TRANSPORT
+from bench.scorer.failures import FAILURE_TYPES, SCORER_FAILURES, TRANSPORT
 from bench.scorer.flips import Flip
 from bench.scorer.results import Meta, Result
 
@@ -80,11 +80,11 @@ def print_summary(
         )
     console.print(table)
     if any(failures.values()):
-        ft = Table(title="failure types (transport failures are excluded from pass rates)")
+        ft = Table(title="failure types (* errored: not scored, excluded from pass rates)")
         ft.add_column("model")
         kinds = [k for k in FAILURE_TYPES if any(failures[m][k] for m in failures)]
         for k in kinds:
-            ft.add_column(k + (" *" if k in TRANSPORT else ""), justify="right")
+            ft.add_column(k + (" *" if k in TRANSPORT or k in SCORER_FAILURES else ""), justify="right")
         for model in sorted(failures):
             ft.add_row(model, *(str(failures[model][k] or "") for k in kinds))
         console.print(ft)

@@ -28,6 +28,7 @@ from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange
 from bench.scorer import parse_cache
 from bench.scorer.context import Turn
+from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.recognise import Recogniser
 from bench.scorer.results import CassetteInfo, Result, TrafficLine, Verdict
 from bench.scorer.rules import Rule, as_chat, rule_spec
@@ -74,6 +75,8 @@ class UnitOutput:
     unknown: Counter[str]
     stale: Counter[str]
     traffic: list[TrafficLine] = field(default_factory=list)
+    # Why checks could not be evaluated (each error verdict's detail), and how often: said in the meta's warnings.
+    check_errors: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass
@@ -302,6 +305,8 @@ class _UnitScorer:
                 self.out.unknown[key[2]] += 1
             elif result.status == "stale":
                 self.out.stale[key[2]] += 1
+            elif result.failure_type == EVALUATOR_ERROR:
+                self.out.check_errors.update(c.detail for c in result.checks if c.status == "error")
             self.out.results.append(result)
 
 

@@ -83,6 +83,7 @@ def _score_in_worker(unit: Unit) -> UnitOutput:
 def _in_pool(units: list[Unit], catalog: Catalog, options: Options, workers: int) -> Iterator[tuple[int, UnitOutput]]:
     # Forked: the workers share the loaded catalog instead of unpickling it; sandboxed programs share one semaphore of
     # the machine's cores across them.
+    sandbox.sandbox_user()  # probed before the fork: a sandbox that degrades says so once, not once a worker
     ctx = multiprocessing.get_context("fork")
     slots = ctx.BoundedSemaphore(max(1, os.cpu_count() or 1))
     with ProcessPoolExecutor(

@@ -81,6 +81,7 @@ class RunResult:
         return f"exit {self.exit_code}" + (f": {tail[0][:200]}" if tail else "")
 
 
+@functools.cache
 def _nobody() -> tuple[int, int] | None:
     if os.geteuid() != 0:
         return None
@@ -88,7 +89,29 @@ def _nobody() -> tuple[int, int] | None:
         pw = pwd.getpwnam(NOBODY)
     except KeyError:
         return None
+    if not (_mapped("uid_map", pw.pw_uid) and _mapped("gid_map", pw.pw_gid)):
+        # Root of a user namespace (`unshare -r`, a rootless container) that does not map nobody: chown and setuid
+        # to it fail with EINVAL, so programs run as this user, under the same limits.
+        print(
+            f"bench: sandbox: {NOBODY} is not mapped in this user namespace; programs run as root of the namespace",
+            file=sys.stderr,
+        )
+        return None
     return pw.pw_uid, pw.pw_gid
+
+
+def sandbox_user() -> tuple[int, int] | None:
+    """(uid, gid) programs run as, None for this process's own user; probed once per process (a process pool
+    calls it before forking, so that a degraded sandbox says so once)."""
+    return _nobody()
+
+
+def _mapped(table: str, ident: int) -> bool:
+    try:
+        rows = Path(f"/proc/self/{table}").read_text().split("\n")
+    except OSError:
+        return True
+    return any(int(f[0]) <= ident < int(f[0]) + int(f[2]) for r in rows if len(f := r.split()) == 3)
 
 
 def _user_process_count(uid: int) -> int:

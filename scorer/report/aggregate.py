@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.report.cost import Cost, CostTally, Prices
 from bench.scorer.report.latency import Timing, TimingTally
 from bench.scorer.report.load import Scores, Stream, paused_gc
@@ -381,4 +382,11 @@ def warnings(report: Report, fingerprints: dict[str, dict[str | None, list[str]]
             out.append(f"{row.model}: {counts.unknown} result(s) for tests not in the catalog")
         if counts.total and not counts.scored:
             out.append(f"{row.model}: nothing was scored ({counts.total} results)")
+    for model in report.models:
+        broken = report.failures.get(model, {}).get(EVALUATOR_ERROR, 0)
+        if broken:
+            out.append(
+                f"{model}: {broken} result(s) not scored: a check could not be evaluated (failure type "
+                f"{EVALUATOR_ERROR}; each check's detail in the scores file says why)"
+            )
     return out

@@ -66,7 +66,7 @@ def test_model_failure_types(expected: str, checks: list[Check], turns: Any, ext
 def test_every_type_is_covered_here_or_in_replay() -> None:
     covered = {c[0] for c in CASES} | {"patch_failed"}  # patch_failed: tests/scorer/test_workspace_replay.py
     assert covered == set(MODEL_FAILURES)
-    assert set(FAILURE_TYPES) == set(MODEL_FAILURES) | set(TRANSPORT)
+    assert set(FAILURE_TYPES) == set(MODEL_FAILURES) | set(TRANSPORT) | {"evaluator_error"}
 
 
 def test_passing_result_has_no_failure_type() -> None:
