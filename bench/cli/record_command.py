@@ -57,7 +57,7 @@ def _positive(name: str, value: int | None) -> None:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from bench.catalog.driver.config import RecordConfig, build_config, check_ready, load_config_file
+    from bench.catalog.driver.config import RecordConfig, build_config, check_ready, load_config_file, repeated
     from bench.catalog.driver.progress import make_reporter
     from bench.catalog.driver.record_run import record
     from bench.catalog.driver.resume import read_run
@@ -65,6 +65,15 @@ def run_record(args: argparse.Namespace) -> int:
 
     _positive("epochs", args.epochs)
     _positive("concurrency", args.concurrency)
+    if args.models:
+        twice = repeated(args.models)
+        if twice:
+            print(
+                f"bench record: warning: --model {', '.join(twice)} given more than once: recorded once "
+                "(--epochs N repeats each test)",
+                file=sys.stderr,
+            )
+            args.models = list(dict.fromkeys(args.models))
     remote: str | None = None
     if args.out is not None and is_url(args.out):
         # Recorded locally first (every crash-safety guarantee of a local cassette), uploaded once closed.
