@@ -72,6 +72,9 @@ class Sender:
             "X-Bench-Turn": str(turn),
             "X-Bench-Attempt": str(attempt),
         }
+        if self.cfg.stream and self.cfg.idle_timeout:
+            # A recording proxy records this client's leaving at its idle limit as a timeout (bench.proxy.forward).
+            out["X-Bench-Idle-Timeout"] = f"{self.cfg.idle_timeout:g}"
         if self.auth:
             out["Authorization"] = f"Bearer {self.auth}"
         return out

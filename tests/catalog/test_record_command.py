@@ -88,3 +88,23 @@ async def test_a_model_listed_twice_in_bench_yaml_is_refused_in_one_line(tmp_pat
         "(epochs: N repeats every test)"
     )
     assert not (tmp_path / "cassettes").exists()
+
+
+async def test_a_stream_ended_by_the_idle_timeout_is_recorded_and_reported_as_a_timeout(tmp_path: Path) -> None:
+    """The simulated model stalls mid-stream until the client gives up: the driver's idle_timeout (1 s) ends it,
+    and the cassette, the scores and the report say timeout, not client_disconnect."""
+    from bench.cli import main
+
+    (tmp_path / "bench.yaml").write_text("idle_timeout: 1\nmax_retries: 0\n")
+    flags = ("--config", "bench.yaml", "--model", "oracle+stall!", "--tests", "tools.capital_no_tool", "--out", "c")
+    rc, out, err = await _record(tmp_path, *flags)
+    assert rc == 0, err
+    (cassette,) = find_cassettes([tmp_path / "c"])
+    (record,) = [e for e in CassetteReader(cassette) if e.tags.get("test")]
+    assert (record.outcome, record.error) == ("timeout", "stream silent for 1 s: the client's idle timeout ended it")
+    assert main(["rescore", str(tmp_path / "c"), "--jobs", "1"]) == 0
+    import orjson
+
+    lines = [orjson.loads(line) for line in (tmp_path / "c" / "scores.jsonl").read_bytes().splitlines()]
+    (result,) = [line for line in lines if line["kind"] == "result"]
+    assert (result["status"], result["failure_type"]) == ("errored", "timeout")
