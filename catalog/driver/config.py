@@ -48,6 +48,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "retry_timeouts": {"type": "boolean"},
         "backoff_base": {"type": "number", "minimum": 0},
         "backoff_max": {"type": "number", "minimum": 0},
+        "retry_after_max": {"type": "number", "minimum": 0},
         "temperature": {"type": ["number", "null"], "minimum": 0},
         "seed": {"type": ["integer", "null"]},
         "max_tokens_default": {"type": ["integer", "null"], "minimum": 1},
@@ -79,6 +80,8 @@ class RecordConfig:
     retry_timeouts: bool = False
     backoff_base: float = 1.0
     backoff_max: float = 30.0
+    # The longest wait a server's Retry-After gets (a misconfigured gateway asking for an hour stalls the run).
+    retry_after_max: float = 30.0
     temperature: float | None = None
     seed: int | None = None
     max_tokens_default: int | None = 1024
