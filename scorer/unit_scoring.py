@@ -196,7 +196,7 @@ class _UnitScorer:
         self.hashes = dict(header.run.tests) if header.run.tests is not None else None
         self.claimer = Claimer(catalog, options.rules, str(self.run or ""))
         self.groups: dict[Key, Group] = {}
-        self.untagged = self.claimed = 0
+        self.untagged = self.claimed = self.replayed = 0
 
     def parse_once(
         self, record: Exchange, max_tokens: int | None = None, deadline_us: int | None = None
@@ -216,6 +216,7 @@ class _UnitScorer:
             return None
 
     def see(self, record: Exchange) -> None:
+        self.replayed += record.replay_of is not None
         tags = record.tags
         test_id = tags.get("test")
         model = str(tags.get("model") or _body_model(record))
@@ -286,6 +287,8 @@ class _UnitScorer:
             run=self.run,
             created=self.header.created or None,
             truncated=reader.truncated,
+            interrupted=reader.end is not None and reader.end.interrupted is True,
+            replayed=self.replayed,
             settings=self.header.settings,
             run_meta=self.header.run,
         )

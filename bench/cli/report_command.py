@@ -142,7 +142,8 @@ def run_health(args: argparse.Namespace) -> int:
         "saturated": [t.test for t in result.saturated],
         "unstable": [t.test for t in result.unstable],
     }
-    _render(args.format, args.out, formats.Document(sections=health_sections.sections(result), body=body))
+    doc = formats.Document(sections=health_sections.sections(result), body=body, warnings=result.warnings)
+    _render(args.format, args.out, doc)
     return 0
 
 

@@ -97,7 +97,7 @@ async def test_a_stream_ended_by_the_idle_timeout_is_recorded_and_reported_as_a_
 
     (tmp_path / "bench.yaml").write_text("idle_timeout: 1\nmax_retries: 0\n")
     flags = ("--config", "bench.yaml", "--model", "oracle+stall!", "--tests", "tools.capital_no_tool", "--out", "c")
-    rc, out, err = await _record(tmp_path, *flags)
+    rc, _, err = await _record(tmp_path, *flags)
     assert rc == 0, err
     (cassette,) = find_cassettes([tmp_path / "c"])
     (record,) = [e for e in CassetteReader(cassette) if e.tags.get("test")]
