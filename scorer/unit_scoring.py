@@ -12,6 +12,7 @@ import gc
 import os
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -153,6 +154,12 @@ def relative_name(path: storage.Location, base: Path) -> str:
     return str(path) if storage.is_url(path) else os.path.relpath(Path(path).resolve(), base)
 
 
+# Exchanges read, counted for the progress of the work (bench.scorer.progress), every TICK of them; None: nobody asks.
+# Set per process: by bench.scorer.units in this one, by a pool worker's start in each worker.
+tick: Callable[[int], None] | None = None
+TICK = 64
+
+
 def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
     """Every result of one unit, scored, with its cassette's header, traffic lines and warnings."""
     out = UnitOutput(None, [], [], Counter(), Counter())
@@ -166,14 +173,21 @@ def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
     # Parsing allocates ~1k short-lived acyclic objects per exchange; the cyclic GC rescanning them costs ~10%.
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    counted = tick if unit.shard == 0 else None  # every shard reads the whole cassette: the first one counts it
+    seen = 0
     try:
         for record in reader:
             scorer.see(record)
+            seen += 1
+            if counted is not None and seen % TICK == 0:
+                counted(TICK)
     except CassetteError as exc:
         reader.truncated, reader.error = True, str(exc)
     finally:
         if gc_was_enabled:
             gc.enable()
+        if counted is not None:
+            counted(seen % TICK)
         if scorer.cache is not None:
             scorer.cache.flush()
     if unit.shard == 0:

@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
     report.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _prices(report)
     _jobs(report)
-    report.set_defaults(handler=run_report)
+    report.set_defaults(handler=_with_progress("bench report", run_report))
 
     compare = subparsers.add_parser(
         "compare",
@@ -53,7 +53,7 @@ def register(subparsers: Any) -> None:
     )
     _prices(compare)
     _jobs(compare)
-    compare.set_defaults(handler=run_compare)
+    compare.set_defaults(handler=_with_progress("bench compare", run_compare))
 
     health = subparsers.add_parser(
         "health",
@@ -64,7 +64,19 @@ def register(subparsers: Any) -> None:
     health.add_argument("--format", choices=formats.names(report=False), default="table")
     health.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _jobs(health)
-    health.set_defaults(handler=run_health)
+    health.set_defaults(handler=_with_progress("bench health", run_health))
+
+
+def _with_progress(label: str, handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """The command's handler, showing the progress of any cassettes it rescores in memory (bench.scorer.progress)."""
+
+    def run(args: argparse.Namespace) -> int:
+        from bench.scorer import progress
+
+        with progress.shown(label):
+            return handler(args)
+
+    return run
 
 
 def _prices(parser: argparse.ArgumentParser) -> None:

@@ -61,10 +61,12 @@ def run(args: argparse.Namespace) -> int:
     token = token_for(args.host, args.token_env)
     from aiohttp import web
 
+    from bench.scorer import progress
     from bench.view.index import open_index
     from bench.view.web_app import make_app
 
-    index = open_index(args.paths)
+    with progress.shown("bench view"):
+        index = open_index(args.paths)
     index.warm_in_background()
     app = make_app(index, token)
     print(f"{len(index.rows)} result(s) in {len(index.runs)} run(s)", flush=True)
