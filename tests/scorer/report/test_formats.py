@@ -67,7 +67,7 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["report", str(empty)]) == 1
-    assert "no scores.jsonl and no *.cassette" in capsys.readouterr().err
+    assert "no scores file and no *.cassette" in capsys.readouterr().err
     newer = tmp_path / "newer.jsonl"
     newer.write_text(json.dumps({**meta(), "version": 99}) + "\n")
     assert main(["report", str(newer)]) == 1
