@@ -46,7 +46,9 @@ def register(subparsers: Any) -> None:
     )
     compare.add_argument("a", type=location, metavar="A", help="the baseline: scores file or folder of cassettes")
     compare.add_argument("b", type=location, metavar="B", help="the candidate: scores file or folder of cassettes")
-    compare.add_argument("--format", choices=formats.names(report=False), default="table")
+    compare.add_argument(
+        "--format", choices=formats.names(report=False), help="output format (default: from --out's suffix, else table)"
+    )
     compare.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     compare.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when B has a statistically significant regression"
@@ -61,7 +63,9 @@ def register(subparsers: Any) -> None:
         description="Catalog health over one or more runs (scores files or folders of cassettes).",
     )
     health.add_argument("runs", type=location, nargs="+", metavar="RUN", help="scores file or folder of cassettes")
-    health.add_argument("--format", choices=formats.names(report=False), default="table")
+    health.add_argument(
+        "--format", choices=formats.names(report=False), help="output format (default: from --out's suffix, else table)"
+    )
     health.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _jobs(health)
     health.set_defaults(handler=_with_progress("bench health", run_health))
@@ -94,7 +98,7 @@ def _jobs(parser: argparse.ArgumentParser) -> None:
 def run_report(args: argparse.Namespace) -> int:
     from bench.scorer.report import aggregate, load
 
-    fmt = args.format or ((formats.from_suffix(args.out) or "table") if args.out else "table")
+    fmt = formats.choose(args.format, args.out, report=True)
     prices = _load_prices(getattr(args, "prices", None))
     # One pass over the scores file as it is read: memory bounded by the report's groups, not the run's exchanges.
     with load.stream(args.path, jobs=_check_jobs(args.jobs)) as scores:
@@ -106,6 +110,7 @@ def run_report(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from bench.scorer.report import compare, compare_sections, load
 
+    fmt = formats.choose(args.format, args.out, report=False)  # refused before any work
     jobs = _check_jobs(args.jobs)
     prices = _load_prices(getattr(args, "prices", None))
     # Each run read in one pass, keeping a small record per result (no checks, no timing); cost, when asked, is
@@ -131,7 +136,7 @@ def run_compare(args: argparse.Namespace) -> int:
         delta = cost_delta(*costs)
         body["cost"] = {"currency": prices.currency, "models": [dataclasses.asdict(d) for d in delta]}
         sections.append(cost_delta_section(delta, prices.currency))
-    _render(args.format, args.out, formats.Document(sections=sections, body=body, warnings=result.warnings))
+    _render(fmt, args.out, formats.Document(sections=sections, body=body, warnings=result.warnings))
     if args.fail_on_regression:
         verdict = "significant regression: exit 1" if result.significant_regression else "no significant regression"
         print(f"bench compare: {verdict} ({compare.RULE})", file=sys.stderr)
@@ -142,6 +147,7 @@ def run_compare(args: argparse.Namespace) -> int:
 def run_health(args: argparse.Namespace) -> int:
     from bench.scorer.report import health, health_sections, load
 
+    fmt = formats.choose(args.format, args.out, report=False)  # refused before any work
     jobs = _check_jobs(args.jobs)
     tally, sources = health.HealthTally(), []
     for i, path in enumerate(args.runs):  # one run at a time, a result at a time
@@ -155,7 +161,7 @@ def run_health(args: argparse.Namespace) -> int:
         "unstable": [t.test for t in result.unstable],
     }
     doc = formats.Document(sections=health_sections.sections(result), body=body, warnings=result.warnings)
-    _render(args.format, args.out, doc)
+    _render(fmt, args.out, doc)
     return 0
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from bench.core.errors import BenchError
+
 if TYPE_CHECKING:
     # Imported for types only: `bench --help` builds the --format choices from this registry and stays fast.
     from bench.scorer.report.aggregate import Report
@@ -89,6 +91,22 @@ def names(*, report: bool) -> tuple[str, ...]:
 def from_suffix(path: Path) -> str | None:
     suffix = path.suffix.lower()
     return next((f.name for f in FORMATS.values() if suffix in f.suffixes), None)
+
+
+def choose(given: str | None, out: Path | None, *, report: bool) -> str:
+    """The format to write: --format, else the one --out's suffix names, else table. A suffix that names no format
+    this command writes (`r.docx`), or another one than --format, is refused in one line: never table text in a
+    .docx."""
+    if out is None or not out.suffix:
+        return given or "table"
+    named = from_suffix(out)
+    offered = names(report=report)
+    if named is None or named not in offered:
+        suffixes = ", ".join(s for f in FORMATS.values() if f.name in offered for s in f.suffixes)
+        raise BenchError(f"--out {out}: bench does not write {out.suffix} files here; name the file {suffixes}")
+    if given is not None and given != named:
+        raise BenchError(f"--out {out}: its suffix says {named}, --format says {given}; make them agree")
+    return named
 
 
 @output_format("table", suffixes=(".txt",))
