@@ -21,7 +21,7 @@ from bench.core.cassette.records import Exchange
 from bench.core.cassette.seek import SeekIndex
 from bench.core.errors import BenchError, CassetteError
 from bench.core.storage import Location, is_url
-from bench.scorer.report.caveats import CaveatTally, result_flags
+from bench.scorer.caveats import CaveatTally, result_flags
 from bench.scorer.report.load import Scores, load, paused_gc, scores_file
 from bench.scorer.report.stats import wilson
 from bench.scorer.results import ExchangeScore, Meta, Result, TrafficLine
@@ -47,7 +47,7 @@ class Row(msgspec.Struct, frozen=True):
     tokens: int | None
     retries: int
     source: int
-    # What the numbers cannot show (bench.scorer.report.caveats): max_tokens, no_finish_reason, replayed timing.
+    # What the numbers cannot show (bench.scorer.caveats): max_tokens, no_finish_reason, replayed timing.
     flags: list[str] = msgspec.field(default_factory=list)
 
 

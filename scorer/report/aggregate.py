@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
+from bench.scorer.caveats import MAX_TOKENS, NO_FINISH, REPLAYED, CaveatTally, result_flags
 from bench.scorer.failures import EVALUATOR_ERROR
-from bench.scorer.report.caveats import MAX_TOKENS, NO_FINISH, REPLAYED, CaveatTally, result_flags
 from bench.scorer.report.cost import Cost, CostTally, Prices
 from bench.scorer.report.latency import Timing, TimingTally
 from bench.scorer.report.load import Scores, Stream, paused_gc

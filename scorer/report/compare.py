@@ -15,8 +15,8 @@ from pathlib import Path
 
 import msgspec
 
+from bench.scorer.caveats import CaveatTally
 from bench.scorer.report.aggregate import ModelSettings, ModelTally, run_info
-from bench.scorer.report.caveats import CaveatTally
 from bench.scorer.report.load import Scores, Stream
 from bench.scorer.report.stats import mcnemar_exact, paired_bootstrap
 from bench.scorer.results import Meta, Result
@@ -106,7 +106,7 @@ class Side:
     index: dict[Key, Paired]  # (model, test, epoch) -> the last result with that key in the file
     duplicates: int
     settings: dict[str, ModelSettings]  # per model
-    caveats: list[str] = field(default_factory=list)  # bench.scorer.report.caveats: what the numbers cannot show
+    caveats: list[str] = field(default_factory=list)  # bench.scorer.caveats: what the numbers cannot show
 
 
 def side(scores: Scores | Stream) -> Side:

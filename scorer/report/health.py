@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bench.scorer.report.caveats import CaveatTally
+from bench.scorer.caveats import CaveatTally
 from bench.scorer.report.load import Scores, Stream
 from bench.scorer.results import Result
 
@@ -41,7 +41,7 @@ class Health:
     separation: float
     tests: list[TestHealth]
     counts: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)  # each run's caveats (bench.scorer.report.caveats)
+    warnings: list[str] = field(default_factory=list)  # each run's caveats (bench.scorer.caveats)
 
     @property
     def saturated(self) -> list[TestHealth]:

@@ -103,3 +103,17 @@ def test_bench_view_says_them_above_the_runs_and_flags_each_result(scores: Path)
     flags: dict[tuple[str, int], Any] = {(r.run, r.epoch): r.flags for r in index.rows}
     assert flags[("run-a", 0)] == ["max_tokens"] and flags[("run-a", 1)] == ["no_finish_reason"]
     assert flags[("run-a", 2)] == [] and all(flags[("run-b", e)] == ["replayed timing"] for e in range(3))
+
+
+def test_the_rescore_summary_says_them_too(scores: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from bench.scorer.rescore_summary import print_summary
+    from bench.scorer.scores_io import read_scores
+
+    meta, results = read_scores(scores)
+    buffer = io.StringIO()
+    print_summary(Console(file=buffer, width=400), meta, results, None, str(scores))
+    _said(buffer.getvalue())

@@ -11,6 +11,7 @@ shows them (`bench report` in every format, `bench compare`, `bench health`, `be
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 
 from bench.scorer.results import Meta, Result
 
@@ -67,11 +68,16 @@ class CaveatTally:
         counts.update(result_flags(result, self.replayed))
 
     def lines(self) -> list[str]:
-        out = cassette_lines(self.meta)
-        for model, counts in sorted(self.per_model.items()):
-            if counts[NO_FINISH]:
-                out.append(
-                    f"{model}: {counts[NO_FINISH]} of {counts['results']} result(s) end in a stream the server closed "
-                    "without a finish_reason (recorded complete, but cut: finding no_finish_reason)"
-                )
-        return out
+        return cassette_lines(self.meta) + model_lines(self.per_model)
+
+
+def model_lines(per_model: Mapping[str, Counter[str]]) -> list[str]:
+    """The caveats counted per model (`results` and the flags of `result_flags`), one line each."""
+    out = []
+    for model, counts in sorted(per_model.items()):
+        if counts[NO_FINISH]:
+            out.append(
+                f"{model}: {counts[NO_FINISH]} of {counts['results']} result(s) end in a stream the server closed "
+                "without a finish_reason (recorded complete, but cut: finding no_finish_reason)"
+            )
+    return out
