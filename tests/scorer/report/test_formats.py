@@ -200,14 +200,11 @@ def test_a_format_is_one_registration(tmp_path: Path, capsys: pytest.CaptureFixt
     [
         (
             ["report", "{s}", "--out", "{d}/r.docx"],
-            "bench does not write .docx files here; name the file .txt, .md, .json, .html, .htm",
+            "bench writes text, not .docx files; name the file .txt, .md, .json, ",
         ),
-        (
-            ["compare", "{s}", "{s}", "--out", "{d}/c.html"],
-            "bench does not write .html files here; name the file .txt, .md, .json",
-        ),
-        (["health", "{s}", "--out", "{d}/h.pdf"], "bench does not write .pdf files here"),
-        (["report", "{s}", "--format", "json", "--out", "{d}/r.md"], "its suffix says markdown, --format says json"),
+        (["report", "{s}", "--format", "markdown", "--out", "{d}/r.docx"], "bench writes text, not .docx files"),
+        (["compare", "{s}", "{s}", "--out", "{d}/c.html"], "this command writes no html; use table, markdown, json"),
+        (["health", "{s}", "--out", "{d}/h.pdf"], "bench writes text, not .pdf files; name the file .txt, .md, .json"),
     ],
 )
 def test_an_out_file_whose_suffix_names_no_format_it_gets_is_refused_before_any_work(
