@@ -44,6 +44,10 @@ HOP_BY_HOP = frozenset(
 NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
 TAG_PREFIX = "x-bench-"
 PROXY_ERROR_HEADER = "X-Bench-Proxy-Error"
+# The tag (header X-Bench-Idle-Timeout) a client sends with its own limit on a silent stream, in seconds: a client
+# that leaves once the upstream has been silent that long gave up for a timeout, and is recorded so (timeout), not as
+# a client that went away (bench record's driver sends it).
+IDLE_TAG = "idle-timeout"
 
 # aiohttp would otherwise add its own Accept, Accept-Encoding, User-Agent and Content-Type: the upstream must see the
 # client's headers, not the proxy's. Set on the upstream session (bench.proxy.server).
@@ -90,6 +94,21 @@ def client_headers(headers: list[list[str]]) -> CIMultiDict[str]:
         if low not in HOP_BY_HOP and low not in listed:
             out.add(name, value)
     return out
+
+
+def client_left(ex: Exchange, at: int) -> None:
+    """Record that the client went away mid-response at monotonic time `at`: a timeout when it had declared an idle
+    limit (IDLE_TAG) and the upstream had been silent that long (the proxy reads each event before its client does,
+    so the client's own wait was no longer), else a client disconnect."""
+    try:
+        limit = float(ex.tags.get(IDLE_TAG, ""))
+    except ValueError:
+        limit = 0.0
+    last = ex.times[-1] if ex.times else ex.headers_at
+    if limit > 0 and last is not None and (at - last) / 1e9 >= limit:
+        ex.fail(TIMEOUT, f"stream silent for {limit:g} s: the client's idle timeout ended it")
+    else:
+        ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
 
 
 def _abort_client(request: web.BaseRequest) -> None:
@@ -236,13 +255,14 @@ async def _pump(
             # closes as soon as it has read `data: [DONE]`, often before the upstream's end of body reached us: if
             # that end comes now, with nothing after what the client was sent, the client had the whole answer.
             _uncancel()
+            left_at = monotonic_ns()
             ended, tail = await _ends_now(content)
             if tail:
                 # Bytes past what the client was sent are still the upstream's: recorded, never dropped.
                 chunks.append(tail)
                 times.append(monotonic_ns())
             if tail or not (ended or (ex.streamed and sent_done(chunks))):
-                ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
+                client_left(ex, left_at)
                 return False
             if not ended:
                 # The client had the stream up to its `[DONE]`; the upstream's end of body is late (or the loop was
@@ -262,7 +282,7 @@ async def _pump(
         try:
             await response.write(chunk)
         except ConnectionError:
-            ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
+            client_left(ex, t)
             return False
         ex.own_ns += monotonic_ns() - t
     _note_upstream(ex, upstream, state)

@@ -7,7 +7,10 @@ Importing this module registers the built-in evaluators (bench.scorer.evaluators
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import bench.scorer.evaluators  # noqa: F401 - registers the built-in evaluators
@@ -37,6 +40,9 @@ class _RegistryRules:
 
 
 CHECK_RULES = _RegistryRules()
+# A check that runs longer than this is stopped and gets an error verdict: only a broken evaluator (a regex that
+# backtracks forever on an answer, a program past its own limits) reaches it; the code checks' programs stop at 60 s.
+CHECK_DEADLINE_S = 120.0
 
 
 def evaluator_schemas() -> dict[str, dict[str, Any]]:
@@ -55,16 +61,55 @@ def get_evaluator(test: TestSpec, index: int, check: Check) -> Evaluator:
 
 
 def run_check(ctx: EvalContext, index: int, check: Check) -> Score:
-    """Score one check; bad arguments become a BenchError naming the test and the check."""
+    """Score one check; bad arguments become a BenchError naming the test and the check (the catalog is wrong, so
+    every result would be). Anything else that stops the evaluator (it raises, runs past CHECK_DEADLINE_S, cannot
+    start its sandbox) is this check's error verdict naming why: one broken check never stops a rescore."""
     ev = get_evaluator(ctx.test, index, check)
     try:
-        score = ev(ctx, check.args)
+        with deadline(CHECK_DEADLINE_S):
+            score = ev(ctx, check.args)
     except SandboxUnavailable as exc:
-        return Score(0.0, f"error: {exc}", "error")
+        return Score.error(f"error: {exc}")
     except ArgError as exc:
         raise BenchError(f"test {ctx.test.id}: check {index + 1} ({check.evaluator}): {exc}; fix the catalog") from None
+    except CheckTimeout:
+        return Score.error(f"evaluator {ev.name} ran past {CHECK_DEADLINE_S:g} s and was stopped")
+    except Exception as exc:  # any failure of the evaluator is the check's error verdict
+        return Score.error(f"evaluator {ev.name} failed: {error_line(exc)}")
+    if score.status == "error":
+        return score
     clamped = min(1.0, max(0.0, float(score.score)))
     return score if clamped == score.score else Score(clamped, score.detail, score.status)
+
+
+def error_line(exc: BaseException) -> str:
+    """`Type: message` on one line, cut to 200 characters."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+class CheckTimeout(Exception):
+    """The check ran past CHECK_DEADLINE_S."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Raise CheckTimeout in the block after `seconds` (SIGALRM: the main thread only, where every process-pool and
+    in-process rescore scores; a Dask worker's thread runs its checks without one)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise CheckTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def validate_checks(test: TestSpec) -> None:

@@ -20,6 +20,7 @@ TRANSPORT = ("upstream_error", "timeout", "truncated_stream", "client_disconnect
 
 # Highest precedence first.
 MODEL_FAILURES = (
+    "max_tokens",
     "invalid_json",
     "text_tool_call",
     "unknown_tool",
@@ -34,7 +35,11 @@ MODEL_FAILURES = (
     "wrong_args",
     "outcome_mismatch",
 )
-FAILURE_TYPES = MODEL_FAILURES + TRANSPORT
+# A check that could not be evaluated (its evaluator raised, timed out or could not start its sandbox): status
+# `errored` like a transport failure, but the scorer's, not the gateway's or the model's.
+EVALUATOR_ERROR = "evaluator_error"
+SCORER_FAILURES = (EVALUATOR_ERROR,)
+FAILURE_TYPES = MODEL_FAILURES + TRANSPORT + SCORER_FAILURES
 
 _OUTCOMES = {
     "upstream_error": "upstream_error",
@@ -75,6 +80,9 @@ def tool_schemas(test: TestSpec) -> dict[str, Mapping[str, Any]]:
 
 
 def _exchange_failure(ctx: EvalContext) -> str | None:
+    if any(t.finish_reason == "length" for t in ctx.turns):
+        # The answer stopped at the token limit: what is wrong after that (cut JSON, no answer) follows from it.
+        return "max_tokens"
     calls = ctx.all_calls
     if any(not c.valid_json for c in calls):
         return "invalid_json"

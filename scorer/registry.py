@@ -59,6 +59,12 @@ class Score:
     def skipped(cls, why: str) -> Score:
         return cls(0.0, why, "skipped")
 
+    @classmethod
+    def error(cls, why: str) -> Score:
+        """The check could not be evaluated (the evaluator raised, ran out of time, or could not start its
+        sandbox): no verdict on the model, and the result is not scored."""
+        return cls(0.0, why, "error")
+
 
 class ArgError(ValueError):
     """A check's arguments have the right names but an unusable value (bad regex, wrong type)."""

@@ -31,6 +31,7 @@ from bench.core.cassette.reader import find_locations
 from bench.core.errors import BenchError
 from bench.core.parse import PARSER_VERSION
 from bench.scorer.checks import evaluator_versions
+from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.flips import Flip, FlipJoin, FlipMap, in_join_order
 from bench.scorer.rescore_summary import Tally
 from bench.scorer.results import RESULT_DECODER, Budgets, Meta, Result
@@ -215,6 +216,25 @@ def _job(r: Result) -> tuple[str | None, str | None, str, int]:
     return (r.run, r.model, r.test, r.epoch)
 
 
+CHECK_ERRORS_SHOWN = 5
+
+
+def check_error_warnings(errors: Counter[str]) -> list[str]:
+    """One line for the checks that could not be evaluated, then their most common reasons (a few)."""
+    if not errors:
+        return []
+    total = sum(errors.values())
+    lines = [
+        f"{total} check(s) could not be evaluated: their results are errored ({EVALUATOR_ERROR}), not scored; "
+        "the reasons follow, and each check's detail in the scores file"
+    ]
+    ranked = sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))
+    lines.extend(f"{n} check(s): {why}" for why, n in ranked[:CHECK_ERRORS_SHOWN])
+    if len(ranked) > CHECK_ERRORS_SHOWN:
+        lines.append(f"{len(ranked) - CHECK_ERRORS_SHOWN} other reason(s) in the scores file")
+    return lines
+
+
 def make_meta(catalog: Catalog, opts: Options, outputs: Sequence[UnitOutput], superseded: Counter[str]) -> Meta:
     """The meta line: `outputs` in unit order (results may already be dropped from them), `superseded` as keep_latest
     counted them."""
@@ -237,6 +257,7 @@ def make_meta(catalog: Catalog, opts: Options, outputs: Sequence[UnitOutput], su
             f"test {test_id!r} changed since it was recorded ({n} result(s)): "
             "reported as stale, not scored; re-record it"
         )
+    warnings.extend(check_error_warnings(sum((o.check_errors for o in outputs), Counter())))
     return Meta(
         bench_version=__version__,
         scorer_version=scorer_version(),

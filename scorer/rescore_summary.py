@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
-from bench.scorer.failures import FAILURE_TYPES, TRANSPORT
+from bench.scorer.caveats import cassette_lines, model_lines, result_flags
+from bench.scorer.failures import FAILURE_TYPES, SCORER_FAILURES, TRANSPORT
 from bench.scorer.flips import Flip
 from bench.scorer.results import Meta, Result
 
@@ -32,10 +33,14 @@ class Tally:
     results: int = 0
     per_model: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     failures: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    caveats: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
 
     def add(self, r: Result) -> None:
         self.results += 1
         model = r.model or "?"
+        caveats = self.caveats[model]
+        caveats["results"] += 1
+        caveats.update(result_flags(r))
         c = self.per_model[model]
         c[r.status] += 1
         if r.status == "scored" and r.passed:
@@ -59,11 +64,12 @@ def print_summary(
     out: str,
     traffic: int = 0,
 ) -> None:
-    for warning in meta.warnings:
+    tally = results if isinstance(results, Tally) else Tally.of(results)
+    # What the numbers below cannot show, as every report says it (bench.scorer.caveats).
+    for warning in [*meta.warnings, *cassette_lines(meta), *model_lines(tally.caveats)]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     if meta.budgets.max_tokens is not None or meta.budgets.deadline_s is not None:
         console.print(f"[cyan]note:[/] {BUDGET_NOTE}", highlight=False, soft_wrap=True)
-    tally = results if isinstance(results, Tally) else Tally.of(results)
     per_model, failures = tally.per_model, tally.failures
     table = Table(title=f"bench rescore · scorer {meta.scorer_version} · {tally.results} results")
     for col in ("model", "scored", "passed", "pass rate", "errored", "skipped", "stale", "unknown"):
@@ -80,11 +86,11 @@ def print_summary(
         )
     console.print(table)
     if any(failures.values()):
-        ft = Table(title="failure types (transport failures are excluded from pass rates)")
+        ft = Table(title="failure types (* errored: not scored, excluded from pass rates)")
         ft.add_column("model")
         kinds = [k for k in FAILURE_TYPES if any(failures[m][k] for m in failures)]
         for k in kinds:
-            ft.add_column(k + (" *" if k in TRANSPORT else ""), justify="right")
+            ft.add_column(k + (" *" if k in TRANSPORT or k in SCORER_FAILURES else ""), justify="right")
         for model in sorted(failures):
             ft.add_row(model, *(str(failures[model][k] or "") for k in kinds))
         console.print(ft)

@@ -141,6 +141,10 @@ class CassetteInfo(msgspec.Struct, gc=False):
     run: str | None = None
     created: str | None = None
     truncated: bool = False
+    # Closed cleanly, but its run was stopped before it finished (the end record's `interrupted`): tests may be missing.
+    interrupted: bool = False
+    # Exchanges a replaying proxy served from a recording: their timing is the recording's, replayed, not measured.
+    replayed: int = 0
     settings: Settings = msgspec.field(default_factory=Settings)
     run_meta: RunMeta = msgspec.field(default_factory=RunMeta)
 

@@ -13,7 +13,7 @@ from bench.catalog.model import TestSpec
 from bench.core.parsed import ParsedExchange
 from bench.scorer.checks import get_evaluator, run_check
 from bench.scorer.context import Call, Turn, TurnTiming
-from bench.scorer.failures import classify, transport_failure
+from bench.scorer.failures import EVALUATOR_ERROR, classify, transport_failure
 from bench.scorer.registry import Score
 from bench.scorer.results import CheckScore, ExchangeScore, Result, Verdict
 from bench.scorer.workspace_replay import evaluation_context
@@ -123,6 +123,7 @@ def check_entry(test: TestSpec, index: int, score: Score | None) -> CheckScore:
     check = test.checks[index]
     ev = get_evaluator(test, index, check)
     passed = None if score is None or score.status != "scored" else score.score >= 1.0
+    # status: scored, skipped (nothing to judge) or error (the evaluator failed: detail says why)
     return CheckScore(
         evaluator=check.evaluator,
         version=ev.version,
@@ -169,6 +170,9 @@ def score_conversation(test: TestSpec, exchanges: Sequence[Turn]) -> Verdict:
     try:
         scores = [run_check(ctx, i, check) for i, check in enumerate(test.checks)]
         checks = [check_entry(test, i, s) for i, s in enumerate(scores)]
+        if any(s.status == "error" for s in scores):
+            # A check that could not be evaluated leaves the result without a verdict: errored, named, counted.
+            return Verdict(status="errored", failure_type=EVALUATOR_ERROR, checks=checks)
         counted = [(c, s) for c, s in zip(test.checks, scores, strict=True) if s.status == "scored"]
         weight = sum(c.weight for c, _ in counted)
         if not counted or weight <= 0:

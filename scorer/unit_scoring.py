@@ -12,6 +12,7 @@ import gc
 import os
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -28,6 +29,7 @@ from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange
 from bench.scorer import parse_cache
 from bench.scorer.context import Turn
+from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.recognise import Recogniser
 from bench.scorer.results import CassetteInfo, Result, TrafficLine, Verdict
 from bench.scorer.rules import Rule, as_chat, rule_spec
@@ -74,6 +76,8 @@ class UnitOutput:
     unknown: Counter[str]
     stale: Counter[str]
     traffic: list[TrafficLine] = field(default_factory=list)
+    # Why checks could not be evaluated (each error verdict's detail), and how often: said in the meta's warnings.
+    check_errors: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass
@@ -150,6 +154,12 @@ def relative_name(path: storage.Location, base: Path) -> str:
     return str(path) if storage.is_url(path) else os.path.relpath(Path(path).resolve(), base)
 
 
+# Exchanges read, counted for the progress of the work (bench.scorer.progress), every TICK of them; None: nobody asks.
+# Set per process: by bench.scorer.units in this one, by a pool worker's start in each worker.
+tick: Callable[[int], None] | None = None
+TICK = 64
+
+
 def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
     """Every result of one unit, scored, with its cassette's header, traffic lines and warnings."""
     out = UnitOutput(None, [], [], Counter(), Counter())
@@ -163,14 +173,21 @@ def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
     # Parsing allocates ~1k short-lived acyclic objects per exchange; the cyclic GC rescanning them costs ~10%.
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    counted = tick if unit.shard == 0 else None  # every shard reads the whole cassette: the first one counts it
+    seen = 0
     try:
         for record in reader:
             scorer.see(record)
+            seen += 1
+            if counted is not None and seen % TICK == 0:
+                counted(TICK)
     except CassetteError as exc:
         reader.truncated, reader.error = True, str(exc)
     finally:
         if gc_was_enabled:
             gc.enable()
+        if counted is not None:
+            counted(seen % TICK)
         if scorer.cache is not None:
             scorer.cache.flush()
     if unit.shard == 0:
@@ -193,7 +210,7 @@ class _UnitScorer:
         self.hashes = dict(header.run.tests) if header.run.tests is not None else None
         self.claimer = Claimer(catalog, options.rules, str(self.run or ""))
         self.groups: dict[Key, Group] = {}
-        self.untagged = self.claimed = 0
+        self.untagged = self.claimed = self.replayed = 0
 
     def parse_once(
         self, record: Exchange, max_tokens: int | None = None, deadline_us: int | None = None
@@ -213,6 +230,7 @@ class _UnitScorer:
             return None
 
     def see(self, record: Exchange) -> None:
+        self.replayed += record.replay_of is not None
         tags = record.tags
         test_id = tags.get("test")
         model = str(tags.get("model") or _body_model(record))
@@ -283,6 +301,8 @@ class _UnitScorer:
             run=self.run,
             created=self.header.created or None,
             truncated=reader.truncated,
+            interrupted=reader.end is not None and reader.end.interrupted is True,
+            replayed=self.replayed,
             settings=self.header.settings,
             run_meta=self.header.run,
         )
@@ -302,6 +322,8 @@ class _UnitScorer:
                 self.out.unknown[key[2]] += 1
             elif result.status == "stale":
                 self.out.stale[key[2]] += 1
+            elif result.failure_type == EVALUATOR_ERROR:
+                self.out.check_errors.update(c.detail for c in result.checks if c.status == "error")
             self.out.results.append(result)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.catalog.model import Catalog
 from bench.core import storage
+from bench.scorer import progress, unit_scoring
 from bench.scorer.unit_scoring import Options, Unit, UnitOutput, score_unit
 from bench.workspace import sandbox
 
@@ -44,15 +45,27 @@ def run_units(
     files: list[storage.Location], catalog: Catalog, options: Options, *, jobs: int = 1, dask: str | None = None
 ) -> Iterator[tuple[int, UnitOutput]]:
     """(unit index, output) for every unit, as units finish. At most a few units per worker are submitted ahead, so
-    finished outputs waiting to be consumed stay few."""
-    if dask is not None:
-        yield from _on_dask(dask, files, catalog, options)
-        return
-    units = plan_units(files, max(1, jobs))
-    if jobs <= 1 or len(units) <= 1:
-        yield from _in_process(units, catalog, options)
-    else:
-        yield from _in_pool(units, catalog, options, min(jobs, len(units)))
+    finished outputs waiting to be consumed stay few. When a command asked for it (bench.scorer.progress), the
+    work's progress is shown as it goes."""
+    shown = progress.start(len(files))
+    try:
+        if dask is not None:
+            outputs = _on_dask(dask, files, catalog, options)
+        else:
+            units = plan_units(files, max(1, jobs))
+            if jobs <= 1 or len(units) <= 1:
+                unit_scoring.tick = None if shown is None else shown.read
+                outputs = _in_process(units, catalog, options)
+            else:
+                outputs = _in_pool(units, catalog, options, min(jobs, len(units)), shown)
+        for i, output in outputs:
+            if shown is not None and (output.cassette is not None or output.warnings):
+                shown.unit_done()  # the unit that opens a cassette (its first shard) reports it read or unreadable
+            yield i, output
+    finally:
+        unit_scoring.tick = None
+        if shown is not None:
+            shown.close()
 
 
 def _in_process(units: list[Unit], catalog: Catalog, options: Options) -> Iterator[tuple[int, UnitOutput]]:
@@ -69,10 +82,17 @@ def _in_process(units: list[Unit], catalog: Catalog, options: Options) -> Iterat
 _worker: tuple[Catalog, Options] | None = None
 
 
-def _start_worker(catalog: Catalog, options: Options, slots: Any) -> None:
+def _start_worker(catalog: Catalog, options: Options, slots: Any, read: Any) -> None:
     global _worker
     _worker = catalog, options
     sandbox.set_semaphore(slots)
+    if read is not None:  # the shared count of exchanges read, for the progress
+
+        def tick(n: int) -> None:
+            with read.get_lock():
+                read.value += n
+
+        unit_scoring.tick = tick
 
 
 def _score_in_worker(unit: Unit) -> UnitOutput:
@@ -80,20 +100,25 @@ def _score_in_worker(unit: Unit) -> UnitOutput:
     return score_unit(unit, *_worker)
 
 
-def _in_pool(units: list[Unit], catalog: Catalog, options: Options, workers: int) -> Iterator[tuple[int, UnitOutput]]:
+def _in_pool(
+    units: list[Unit], catalog: Catalog, options: Options, workers: int, shown: progress.ScoreProgress | None = None
+) -> Iterator[tuple[int, UnitOutput]]:
     # Forked: the workers share the loaded catalog instead of unpickling it; sandboxed programs share one semaphore of
     # the machine's cores across them.
     ctx = multiprocessing.get_context("fork")
     slots = ctx.BoundedSemaphore(max(1, os.cpu_count() or 1))
+    read = ctx.Value("q", 0) if shown is not None else None
     with ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=_start_worker, initargs=(catalog, options, slots)
+        max_workers=workers, mp_context=ctx, initializer=_start_worker, initargs=(catalog, options, slots, read)
     ) as pool:
         todo = iter(enumerate(units))
         pending: dict[Future[UnitOutput], int] = {}
         for i, unit in itertools.islice(todo, AHEAD_PER_WORKER * workers):
             pending[pool.submit(_score_in_worker, unit)] = i
         while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, timeout=None if shown is None else 0.5, return_when=FIRST_COMPLETED)
+            if shown is not None and read is not None:
+                shown.read_total(read.value)
             for future in done:
                 i = pending.pop(future)
                 for j, unit in itertools.islice(todo, 1):

@@ -88,3 +88,16 @@ def test_the_handler_gets_the_parsed_arguments(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
     assert cli.main(["--x", "7"]) == 0
     assert [a.x for a in seen] == ["7"]
+
+
+def test_an_unknown_option_of_a_command_is_said_with_that_command_s_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["report", "scores.jsonl", "--bogus"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: bench report ") and err.rstrip().endswith(
+        "bench report: error: unrecognized arguments: --bogus"
+    )
+    with pytest.raises(SystemExit):
+        cli.main(["--bogus"])
+    assert capsys.readouterr().err.startswith("usage: bench [-h]")

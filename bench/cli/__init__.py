@@ -47,18 +47,28 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
 Handler = Callable[[argparse.Namespace], int | None]
 
 
+# Each command's own parser by name, as the last build_parser() made them.
+_commands: dict[str, argparse.ArgumentParser] = {}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench", description="Record LLM gateway traffic once, re-score it forever.")
     parser.add_argument("--version", action="version", version=f"bench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(subparsers)
+    _commands.clear()
+    _commands.update(subparsers.choices)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Said by the command's own parser (its usage), not by bench's: `bench report --bogus` is report's mistake.
+        command = _commands.get(str(getattr(args, "command", ""))) or parser
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import BenchError
-from bench.core.spool import fetch_all, upload_leftovers
+from bench.core.spool import fetch_all, spool_folder, upload_leftovers
 from bench.core.storage import is_url, location, upload
 from bench.proxy.modes import MODES
 
@@ -39,9 +39,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--spool",
         type=Path,
-        default=Path("cassettes"),
+        default=None,
         metavar="DIR",
-        help="local folder a cassette is written to before its upload, with --cassettes URL (default: ./cassettes)",
+        help="with --cassettes URL: where bench's spool folder for that URL is made (default: bench's cache, "
+        "~/.cache/bench/spool); only what bench wrote there is uploaded",
     )
     p.add_argument("--mode", choices=list(MODES), default="record", help="default: record")
     p.add_argument(
@@ -153,10 +154,12 @@ def run(args: argparse.Namespace) -> int:
         raise BenchError("--rotate-size/--rotate-every: passthrough records nothing to rotate; drop them")
     remote: str | None = None
     if is_url(args.cassettes):
-        remote, args.cassettes = args.cassettes, args.spool
+        # bench's own folder for this URL (never the user's ./cassettes): only what bench wrote there is uploaded.
+        remote, args.cassettes = args.cassettes, spool_folder(args.cassettes, args.spool)
+        args.spool = args.cassettes
         if MODES[args.mode].records:
             # Cassettes a killed proxy closed but did not upload go first, verified, before new ones are written.
-            for line in upload_leftovers(Path(args.spool), remote):
+            for line in upload_leftovers(args.spool, remote):
                 print(line, flush=True)
         if MODES[args.mode].replays:
             # Replay needs the recordings at hand: fetched into the spool (written locally, like any cassette).

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import BenchError
-from bench.core.spool import fetch_all, upload_leftovers
+from bench.core.spool import fetch_all, spool_folder, upload_leftovers
 from bench.core.storage import is_url, upload
 
 
@@ -34,9 +34,10 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--spool",
         type=Path,
-        default=Path("cassettes"),
+        default=None,
         metavar="DIR",
-        help="local folder the cassette is written to before its upload, with --out URL (default: ./cassettes)",
+        help="with --out URL: where bench's spool folder for that URL is made (default: bench's cache, "
+        "~/.cache/bench/spool); only what bench wrote there is uploaded",
     )
     p.add_argument("--proxy", help="send through this running bench proxy instead of starting one")
     p.add_argument("--catalog", type=Path, help="catalog folder (default: the built-in catalog)")
@@ -56,7 +57,7 @@ def _positive(name: str, value: int | None) -> None:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from bench.catalog.driver.config import RecordConfig, build_config, check_ready, load_config_file
+    from bench.catalog.driver.config import RecordConfig, build_config, check_ready, load_config_file, repeated
     from bench.catalog.driver.progress import make_reporter
     from bench.catalog.driver.record_run import record
     from bench.catalog.driver.resume import read_run
@@ -64,12 +65,23 @@ def run_record(args: argparse.Namespace) -> int:
 
     _positive("epochs", args.epochs)
     _positive("concurrency", args.concurrency)
+    if args.models:
+        twice = repeated(args.models)
+        if twice:
+            print(
+                f"bench record: warning: --model {', '.join(twice)} given more than once: recorded once "
+                "(--epochs N repeats each test)",
+                file=sys.stderr,
+            )
+            args.models = list(dict.fromkeys(args.models))
     remote: str | None = None
     if args.out is not None and is_url(args.out):
         # Recorded locally first (every crash-safety guarantee of a local cassette), uploaded once closed.
+        # bench's own folder for this URL (never the user's ./cassettes): only what bench wrote there is uploaded.
+        args.spool = spool_folder(args.out, args.spool)
         remote, args.out = args.out, str(args.spool)
         # A cassette a killed `bench record` closed but did not upload goes first (verified), before any fetch.
-        for line in upload_leftovers(Path(args.spool), remote):
+        for line in upload_leftovers(args.spool, remote):
             print(line, flush=True)
         if args.resume:
             fetch_all(remote, args.spool)  # the run's earlier cassettes, to see what it is missing

@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
     report.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _prices(report)
     _jobs(report)
-    report.set_defaults(handler=run_report)
+    report.set_defaults(handler=_with_progress("bench report", run_report))
 
     compare = subparsers.add_parser(
         "compare",
@@ -46,14 +46,16 @@ def register(subparsers: Any) -> None:
     )
     compare.add_argument("a", type=location, metavar="A", help="the baseline: scores file or folder of cassettes")
     compare.add_argument("b", type=location, metavar="B", help="the candidate: scores file or folder of cassettes")
-    compare.add_argument("--format", choices=formats.names(report=False), default="table")
+    compare.add_argument(
+        "--format", choices=formats.names(report=False), help="output format (default: from --out's suffix, else table)"
+    )
     compare.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     compare.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when B has a statistically significant regression"
     )
     _prices(compare)
     _jobs(compare)
-    compare.set_defaults(handler=run_compare)
+    compare.set_defaults(handler=_with_progress("bench compare", run_compare))
 
     health = subparsers.add_parser(
         "health",
@@ -61,10 +63,24 @@ def register(subparsers: Any) -> None:
         description="Catalog health over one or more runs (scores files or folders of cassettes).",
     )
     health.add_argument("runs", type=location, nargs="+", metavar="RUN", help="scores file or folder of cassettes")
-    health.add_argument("--format", choices=formats.names(report=False), default="table")
+    health.add_argument(
+        "--format", choices=formats.names(report=False), help="output format (default: from --out's suffix, else table)"
+    )
     health.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _jobs(health)
-    health.set_defaults(handler=run_health)
+    health.set_defaults(handler=_with_progress("bench health", run_health))
+
+
+def _with_progress(label: str, handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """The command's handler, showing the progress of any cassettes it rescores in memory (bench.scorer.progress)."""
+
+    def run(args: argparse.Namespace) -> int:
+        from bench.scorer import progress
+
+        with progress.shown(label):
+            return handler(args)
+
+    return run
 
 
 def _prices(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +98,7 @@ def _jobs(parser: argparse.ArgumentParser) -> None:
 def run_report(args: argparse.Namespace) -> int:
     from bench.scorer.report import aggregate, load
 
-    fmt = args.format or ((formats.from_suffix(args.out) or "table") if args.out else "table")
+    fmt = formats.choose(args.format, args.out, report=True)
     prices = _load_prices(getattr(args, "prices", None))
     # One pass over the scores file as it is read: memory bounded by the report's groups, not the run's exchanges.
     with load.stream(args.path, jobs=_check_jobs(args.jobs)) as scores:
@@ -94,6 +110,7 @@ def run_report(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from bench.scorer.report import compare, compare_sections, load
 
+    fmt = formats.choose(args.format, args.out, report=False)  # refused before any work
     jobs = _check_jobs(args.jobs)
     prices = _load_prices(getattr(args, "prices", None))
     # Each run read in one pass, keeping a small record per result (no checks, no timing); cost, when asked, is
@@ -119,7 +136,7 @@ def run_compare(args: argparse.Namespace) -> int:
         delta = cost_delta(*costs)
         body["cost"] = {"currency": prices.currency, "models": [dataclasses.asdict(d) for d in delta]}
         sections.append(cost_delta_section(delta, prices.currency))
-    _render(args.format, args.out, formats.Document(sections=sections, body=body, warnings=result.warnings))
+    _render(fmt, args.out, formats.Document(sections=sections, body=body, warnings=result.warnings))
     if args.fail_on_regression:
         verdict = "significant regression: exit 1" if result.significant_regression else "no significant regression"
         print(f"bench compare: {verdict} ({compare.RULE})", file=sys.stderr)
@@ -130,6 +147,7 @@ def run_compare(args: argparse.Namespace) -> int:
 def run_health(args: argparse.Namespace) -> int:
     from bench.scorer.report import health, health_sections, load
 
+    fmt = formats.choose(args.format, args.out, report=False)  # refused before any work
     jobs = _check_jobs(args.jobs)
     tally, sources = health.HealthTally(), []
     for i, path in enumerate(args.runs):  # one run at a time, a result at a time
@@ -142,7 +160,8 @@ def run_health(args: argparse.Namespace) -> int:
         "saturated": [t.test for t in result.saturated],
         "unstable": [t.test for t in result.unstable],
     }
-    _render(args.format, args.out, formats.Document(sections=health_sections.sections(result), body=body))
+    doc = formats.Document(sections=health_sections.sections(result), body=body, warnings=result.warnings)
+    _render(fmt, args.out, doc)
     return 0
 
 

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from bench.core.errors import BenchError
-    from bench.scorer import parse_cache
+    from bench.scorer import parse_cache, progress
     from bench.scorer.checked_catalog import load_catalog
     from bench.scorer.rescore import Request, default_base, rescore
     from bench.scorer.rescore_summary import print_summary
@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         dask=args.dask,
         parse_cache=parse_cache.configured(args.parse_cache, off=args.no_parse_cache),
     )
-    written = rescore(request, out, previous=out if out.exists() else None)
+    with progress.shown("bench rescore"):
+        written = rescore(request, out, previous=out if out.exists() else None)
     print_summary(Console(), written.meta, written.tally, written.flips, str(out), traffic=written.traffic)
     return 0

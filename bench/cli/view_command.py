@@ -71,10 +71,19 @@ def run(args: argparse.Namespace) -> int:
     token = token_for(args.host, args.token_env)
     from aiohttp import web
 
+    from bench.core.serving import reserve
+    from bench.scorer import progress
     from bench.view.index import open_index
     from bench.view.web_app import make_app
 
-    index = open_index(args.paths)
+    # Bound before the load: a busy or impossible port is one line at once, not a traceback after it.
+    sock = reserve(args.host, args.port)
+    try:
+        with progress.shown("bench view"):
+            index = open_index(args.paths)
+    except BaseException:
+        sock.close()
+        raise
     index.warm_in_background()
     app = make_app(index, token, answered_hosts(args.host))
     print(f"{len(index.rows)} result(s) in {len(index.runs)} run(s)", flush=True)
@@ -84,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     async def serve() -> None:
         runner = web.AppRunner(app)
         await runner.setup()
-        site = web.TCPSite(runner, args.host, args.port)
+        site = web.SockSite(runner, sock)
         await site.start()
         port = runner.addresses[0][1]
         shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host

@@ -29,8 +29,9 @@ from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_call
 from bench.core.sse import event_payloads
 
 # 2: compressed bodies (Content-Encoding gzip, deflate, br) are parsed decoded; the Responses API, legacy
-# Completions and Embeddings are parsed by endpoint.
-PARSER_VERSION = 2
+# Completions and Embeddings are parsed by endpoint. 3: the findings max_tokens (finish_reason length) and
+# no_finish_reason (a stream the server ended without one).
+PARSER_VERSION = 3
 
 
 def parse_exchange(
@@ -98,6 +99,23 @@ def _dispatch(
         _parse_stream(p, chunks, times, max_tokens, keep_events)
     else:
         _parse_body(p, chunks, times, max_tokens)
+    stop_findings(p)
+
+
+# Findings that already say why a stream has no finish_reason: cut, failed, or no answer at all.
+_NOT_CUT = frozenset({"truncated", "error_event", "empty_choices", "empty_output"})
+
+
+def stop_findings(p: ParsedExchange) -> None:
+    """Why the answer stopped, where a report must say so: at the token limit (`max_tokens`: the server's finish_reason
+    `length`, not a what-if budget's cut, which is `budget_max_tokens`), or a stream that ended cleanly for the proxy
+    (outcome complete, not `truncated`) without any finish_reason (`no_finish_reason`: the server cut the answer)."""
+    if p.finish_reason == "length" and "budget_max_tokens" not in p.findings:
+        p.findings.append("max_tokens")
+    if not p.streamed or p.finish_reason is not None or p.outcome != "complete" or p.error is not None:
+        return
+    if p.status is not None and p.status < 400 and not _NOT_CUT.intersection(p.findings):
+        p.findings.append("no_finish_reason")
 
 
 def _parse_stream(

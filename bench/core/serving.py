@@ -5,6 +5,9 @@ Lives in the core for both of them; the scorer never imports it (it is the one c
 
 from __future__ import annotations
 
+import errno
+import socket
+
 from aiohttp import web
 
 from bench.core.errors import BenchError
@@ -13,9 +16,42 @@ from bench.core.errors import BenchError
 LISTEN_BACKLOG = 2048
 
 
+def check_port(port: int) -> None:
+    if not 0 <= port <= 65535:
+        raise BenchError(f"--port {port}: give a port from 1 to 65535, or 0 for any free one")
+
+
+def reserve(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port now, before any slow work (`bench view` loads its results after): a port out
+    of range, in use or not allowed, or a host this machine does not have, is one line naming it and the fix."""
+    check_port(port)
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (socket.gaierror, UnicodeError):
+        raise BenchError(
+            f"--host {host}: not an address of this machine; give an IP address or a name it has"
+        ) from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(LISTEN_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        why = "already in use by another program" if exc.errno == errno.EADDRINUSE else exc.strerror
+        raise BenchError(
+            f"cannot listen on {host}:{port}: {why}; choose another --port (0: any free one) or --host"
+        ) from None
+    sock.setblocking(False)
+    return sock
+
+
 async def listen(app: web.Application | web.Server, host: str, port: int) -> tuple[web.BaseRunner, web.TCPSite, str]:
     """Serve `app` (an application, or a low-level server as the proxy runs); returns the runner, the site and the
     base URL with the port actually bound (port 0: any)."""
+    check_port(port)  # out of range: aiohttp would raise OverflowError, a traceback
     runner: web.BaseRunner
     if isinstance(app, web.Application):
         runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)

@@ -21,6 +21,7 @@ from bench.core.cassette.records import Exchange
 from bench.core.cassette.seek import SeekIndex
 from bench.core.errors import BenchError, CassetteError
 from bench.core.storage import Location, is_url
+from bench.scorer.caveats import CaveatTally, result_flags
 from bench.scorer.report.load import Scores, load, paused_gc, scores_file
 from bench.scorer.report.stats import wilson
 from bench.scorer.results import ExchangeScore, Meta, Result, TrafficLine
@@ -46,6 +47,8 @@ class Row(msgspec.Struct, frozen=True):
     tokens: int | None
     retries: int
     source: int
+    # What the numbers cannot show (bench.scorer.caveats): max_tokens, no_finish_reason, replayed timing.
+    flags: list[str] = msgspec.field(default_factory=list)
 
 
 class ModelRate(msgspec.Struct):
@@ -95,6 +98,8 @@ class Index:
         self._cassettes: dict[str, Location] = {}  # every cassette named, in order of first mention
         self._recent: dict[int, dict[str, Exchange]] = {}
         self._lock = threading.Lock()  # results are opened from request threads
+        self._caveats: list[CaveatTally] = []  # per source
+        self.warnings: list[str] = []
 
     def add_loaded(self, scores: Scores) -> None:
         """A source whose results are in memory (rescored from cassettes)."""
@@ -122,10 +127,13 @@ class Index:
     def _source(self, scores: Scores, path: Path | None) -> int:
         self.sources.append(scores)
         self._files.append(path)
+        self._caveats.append(CaveatTally(scores.meta))
         return len(self.sources) - 1
 
     def _add(self, source: int, result: Result, offset: int) -> int:
-        row = _row(len(self.rows), source, result)
+        caveats = self._caveats[source]
+        caveats.add(result)
+        row = _row(len(self.rows), source, result, result_flags(result, caveats.replayed))
         if result.cassette not in self._cassettes:
             self._cassettes[result.cassette] = self._locate(source, result.cassette)
         self.by_key[(row.run, row.model, row.test, row.epoch)] = row.n
@@ -146,6 +154,9 @@ class Index:
 
     def finish(self) -> None:
         self.runs = _runs(self.sources, self._tally)
+        several = len(self.sources) > 1
+        for scores, caveats in zip(self.sources, self._caveats, strict=True):
+            self.warnings.extend(f"{scores.source}: {line}" if several else line for line in caveats.lines())
         self.facets = {
             "run": sorted({r.run for r in self.rows}),
             "model": sorted({r.model for r in self.rows}),
@@ -269,7 +280,7 @@ def _final(result: Result) -> ExchangeScore:
     return (finals or result.exchanges or [ExchangeScore()])[-1]
 
 
-def _row(n: int, source: int, r: Result) -> Row:
+def _row(n: int, source: int, r: Result, flags: list[str]) -> Row:
     final = _final(r)
     return Row(
         n=n,
@@ -287,6 +298,7 @@ def _row(n: int, source: int, r: Result) -> Row:
         tokens=final.output_tokens,
         retries=r.retries,
         source=source,
+        flags=flags,
     )
 
 

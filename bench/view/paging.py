@@ -22,6 +22,7 @@ SORTABLE = (
     "e2el_us",
     "tokens",
     "retries",
+    "flags",
 )
 MAX_LIMIT = 500
 

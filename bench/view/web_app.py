@@ -121,7 +121,7 @@ async def static(request: web.Request) -> web.StreamResponse:
 
 async def runs(request: web.Request) -> web.StreamResponse:
     index = request.app[INDEX_KEY]
-    return _json({"runs": index.runs, "facets": index.facets})
+    return _json({"runs": index.runs, "facets": index.facets, "warnings": index.warnings})
 
 
 async def results(request: web.Request) -> web.StreamResponse:

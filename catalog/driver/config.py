@@ -35,7 +35,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
     "properties": {
         "upstream": {"type": "string", "pattern": "^https?://"},
         "api_key": {"type": "string"},
-        "models": {**_STRINGS, "minItems": 1},
+        # A model listed twice would send every request twice, and its report would count the copies as retries.
+        "models": {**_STRINGS, "minItems": 1, "uniqueItems": True},
         "suites": _STRINGS,
         "tests": _STRINGS,
         "epochs": {"type": "integer", "minimum": 1},
@@ -48,6 +49,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "retry_timeouts": {"type": "boolean"},
         "backoff_base": {"type": "number", "minimum": 0},
         "backoff_max": {"type": "number", "minimum": 0},
+        "retry_after_max": {"type": "number", "minimum": 0},
         "temperature": {"type": ["number", "null"], "minimum": 0},
         "seed": {"type": ["integer", "null"]},
         "max_tokens_default": {"type": ["integer", "null"], "minimum": 1},
@@ -79,6 +81,8 @@ class RecordConfig:
     retry_timeouts: bool = False
     backoff_base: float = 1.0
     backoff_max: float = 30.0
+    # The longest wait a server's Retry-After gets (a misconfigured gateway asking for an hour stalls the run).
+    retry_after_max: float = 30.0
     temperature: float | None = None
     seed: int | None = None
     max_tokens_default: int | None = 1024
@@ -114,6 +118,9 @@ def _field_path(error: jsonschema.ValidationError) -> str:
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "uniqueItems":
+        twice = ", ".join(repeated(error.instance))
+        return f"lists {twice} more than once; list each model once (epochs: N repeats every test)"
     if error.validator == "additionalProperties":
         return f"unknown key; allowed keys: {', '.join(sorted(CONFIG_SCHEMA['properties']))}"
     if error.validator == "pattern":
@@ -164,7 +171,17 @@ def build_config(
     return cfg
 
 
+def repeated(items: Any) -> list[str]:
+    """The items of a list that come more than once, each named once, in order."""
+    names = [str(x) for x in items] if isinstance(items, list) else []
+    return list(dict.fromkeys(x for i, x in enumerate(names) if x in names[:i]))
+
+
 def check_ready(cfg: RecordConfig) -> None:
+    twice = repeated(cfg.models)
+    if twice:
+        # Every way a config is made ends here: a repeated model never reaches the jobs (each is one per model).
+        raise BenchError(f"models: {', '.join(twice)} listed more than once; list each model once (--epochs N repeats)")
     if cfg.upstream is None and cfg.proxy is None:
         raise BenchError("no upstream: pass --upstream URL or set 'upstream' in bench.yaml (or run `bench demo`)")
     if not cfg.models:

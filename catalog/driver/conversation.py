@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,23 @@ class Sender:
     auth: str | None = field(default=None, repr=False)
     rng: random.Random = field(default_factory=random.Random)
     on_attempt: Callable[[AttemptResult], None] | None = None
+    # Where a line for the user goes (a capped Retry-After); said once a run.
+    say: Callable[[str], None] | None = None
+    capped: bool = False
+
+    def retry_after(self, model: str, asked: float | None) -> float | None:
+        """The server's Retry-After, capped at retry_after_max; the first time the cap is hit, a line says so."""
+        cap = self.cfg.retry_after_max
+        if asked is None or asked <= cap:
+            return asked
+        if not self.capped:
+            self.capped = True
+            line = (
+                f"bench record: {model}: the server asked to wait {asked:g} s before retrying (Retry-After); waiting "
+                f"retry_after_max {cap:g} s instead (set retry_after_max in bench.yaml to wait longer)"
+            )
+            (self.say or _stderr)(line)
+        return cap
 
     def headers(self, job: Job, turn: int, attempt: int) -> dict[str, str]:
         out = {
@@ -72,9 +90,16 @@ class Sender:
             "X-Bench-Turn": str(turn),
             "X-Bench-Attempt": str(attempt),
         }
+        if self.cfg.stream and self.cfg.idle_timeout:
+            # A recording proxy records this client's leaving at its idle limit as a timeout (bench.proxy.forward).
+            out["X-Bench-Idle-Timeout"] = f"{self.cfg.idle_timeout:g}"
         if self.auth:
             out["Authorization"] = f"Bearer {self.auth}"
         return out
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def request_body(job: Job, messages: list[Mapping[str, Any]], cfg: RecordConfig) -> dict[str, Any]:
@@ -126,9 +151,8 @@ async def send_with_retries(
             sender.on_attempt(result)
         if result.kind == OK or attempt > cfg.max_retries or not retryable(result, retry_timeouts=cfg.retry_timeouts):
             return result, attempt
-        await asyncio.sleep(
-            backoff_delay(attempt, result.retry_after, base=cfg.backoff_base, cap=cfg.backoff_max, rng=sender.rng)
-        )
+        asked = sender.retry_after(job.model, result.retry_after)
+        await asyncio.sleep(backoff_delay(attempt, asked, base=cfg.backoff_base, cap=cfg.backoff_max, rng=sender.rng))
 
 
 def assistant_message(parsed: ParsedExchange, turn: int) -> dict[str, Any]:

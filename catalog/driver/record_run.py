@@ -191,7 +191,7 @@ async def record(
     limiter = Limiter(cfg.concurrency, cfg.model_concurrency)
     connector = aiohttp.TCPConnector(limit=0)
     session = aiohttp.ClientSession(connector=connector, trust_env=False, timeout=aiohttp.ClientTimeout(total=None))
-    sender = Sender(session=session, url=url, run_id=run_id, cfg=cfg, auth=auth)
+    sender = Sender(session=session, url=url, run_id=run_id, cfg=cfg, auth=auth, say=say)
     t0 = time.monotonic()
     main = asyncio.current_task()
     assert main is not None

@@ -22,9 +22,38 @@ import msgspec
 from bench.core.cassette import CassetteReader, CassetteWriter
 from bench.core.cassette.records import Exchange, Header
 from bench.core.errors import BenchError
+from bench.proxy.error_responses import ERROR_HEADER
 
 # Exchanges a replay served (in new_episodes mode, `auto` records those too) are not new recordings.
 REPLAYED = "replay"
+
+
+class Committed(msgspec.Struct, frozen=True):
+    """What a commit kept: the new exchanges, and bench's own error answers it dropped (no upstream answered)."""
+
+    recorded: int = 0
+    own_errors: int = 0
+
+
+def own_error(record: Exchange) -> bool:
+    """An answer bench's proxy made itself (its 502/504 when the upstream failed or could not be reached, marked
+    with ERROR_HEADER): what the upstream would have said is unknown, so it is never a recording."""
+    marker = ERROR_HEADER.lower()
+    return any(name.lower() == marker for name, _ in record.response.headers)
+
+
+def error_answers(records: list[Exchange]) -> list[str]:
+    """The requests whose last answer in `records` is an error the upstream sent (status >= 400), one
+    `STATUS on METHOD PATH` each: replayed, they give a test the error again on every run."""
+    last: dict[str, Exchange] = {}
+    for record in records:
+        if record.mode != REPLAYED and not own_error(record):
+            last[record.request.fp or record.id] = record
+    return [
+        f"{r.response.status} on {r.request.method} {r.request.path}"
+        for r in last.values()
+        if r.response.status is not None and r.response.status >= 400
+    ]
 
 
 class Stale(msgspec.Struct, frozen=True):
@@ -87,14 +116,17 @@ def _read(path: Path) -> tuple[Header, list[Exchange]]:
     return reader.header, list(reader)
 
 
-def commit(partial: Path, cassette: Path, *, join: bool, session: str) -> int:
-    """Move what the test recorded into its cassette; returns how many new exchanges it holds now. `join` keeps the
-    old exchanges (new_episodes); a cassette this run already wrote (`session`) is always joined, never replaced."""
+def commit(partial: Path, cassette: Path, *, join: bool, session: str) -> Committed:
+    """Move what the test recorded into its cassette; returns how many new exchanges it holds now (and how many of
+    bench's own error answers were left out). `join` keeps the old exchanges (new_episodes); a cassette this run
+    already wrote (`session`) is always joined, never replaced."""
     header, records = _read(partial)
-    new = [r for r in records if r.mode != REPLAYED]
+    recorded = [r for r in records if r.mode != REPLAYED]
+    new = [r for r in recorded if not own_error(r)]
+    dropped = len(recorded) - len(new)
     if not new:
         partial.unlink()
-        return 0
+        return Committed(0, dropped)
     with folder_lock(cassette.parent):
         old_header: Header | None = None
         old: list[Exchange] = []
@@ -104,7 +136,7 @@ def commit(partial: Path, cassette: Path, *, join: bool, session: str) -> int:
                 old_header, old = existing_header, existing
         if old_header is None and len(new) == len(records):
             os.replace(partial, cassette)  # the partial file is the cassette as it stands
-            return len(new)
+            return Committed(len(new), dropped)
         merged = cassette.with_name(partial.name + ".merged")
         run = header.run
         if old_header is not None:
@@ -115,4 +147,4 @@ def commit(partial: Path, cassette: Path, *, join: bool, session: str) -> int:
                 writer.put(record)
         os.replace(merged, cassette)
         partial.unlink()
-        return len(new)
+        return Committed(len(new), dropped)

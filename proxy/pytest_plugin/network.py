@@ -54,20 +54,41 @@ class NetworkBlock:
         self.test = test
         self.fix = fix
         self.blocked: list[str] = []
+        self.names: dict[str, str] = {}  # address -> the host name it was looked up by, while installed
+        self._getaddrinfo: Callable[..., Any] = socket.getaddrinfo  # the one in place when installed
+
+    def _lookup(self, host: Any, *args: Any, **kwargs: Any) -> Any:
+        """getaddrinfo, noting which name each address came from: a connect sees only the address."""
+        infos = self._getaddrinfo(host, *args, **kwargs)
+        if isinstance(host, str | bytes):
+            name = host.decode() if isinstance(host, bytes) else host
+            for info in infos:
+                self.names.setdefault(str(info[4][0]), name)
+        return infos
 
     def _check(self, family: int, address: Any) -> None:
         if is_loopback(family, address):
             return
-        where = f"{address[0]}:{address[1]}" if isinstance(address, tuple) and len(address) >= 2 else str(address)
+        if isinstance(address, tuple) and len(address) >= 2:
+            name = self.names.get(str(address[0]))
+            where = (
+                f"{name} ({address[0]}:{address[1]})" if name and name != address[0] else f"{address[0]}:{address[1]}"
+            )
+        else:
+            where = str(address)
         message = (
             f"bench: {self.test} tried to connect to {where}, off this machine, while it replays from its cassette "
-            f"(nothing may reach the network); {self.fix}"
+            f"(nothing may reach the network). If the test's own request went out: {self.fix}. If a library reaches "
+            "out by itself (litellm fetches its model price table when imported), allow it: mark the test "
+            "bench(allow_network=True), or switch the library offline (litellm: LITELLM_LOCAL_MODEL_COST_MAP=True)"
         )
         self.blocked.append(message)
         pytest.fail(message, pytrace=False)
 
     def install(self) -> None:
         check = self._check
+        self._getaddrinfo = socket.getaddrinfo
+        socket.getaddrinfo = self._lookup
 
         def connect(sock: socket.socket, address: Any) -> None:
             check(sock.family, address)
@@ -105,6 +126,7 @@ class NetworkBlock:
 
     def remove(self) -> None:
         _set(_REAL_CONNECT, _REAL_CONNECT_EX, _REAL_SENDTO, _REAL_SENDMSG, _REAL_C_SOCKET)
+        socket.getaddrinfo = self._getaddrinfo
 
 
 def _set(

@@ -106,7 +106,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "bench(cassette=None, *, record_mode=None, pace=None, openai_env=True, allow_network=False, depends_on=()): "
+        "bench(cassette=None, *, record_mode=None, pace=None, openai_env=True, allow_network=False, "
+        "allow_errors=False, depends_on=()): "
         "record and replay this test's LLM traffic through bench (docs/pytest.md)",
     )
     state = PluginState(config)
@@ -168,7 +169,7 @@ def bench_proxy(request: pytest.FixtureRequest) -> Iterator[BenchProxy]:
         _put_env("OPENAI_API_KEY", key)
     block = None
     if recording.replay_only and not settings.allow_network:
-        block = NetworkBlock(item.nodeid, recording.fix() + ", or mark the test bench(allow_network=True)")
+        block = NetworkBlock(item.nodeid, recording.fix())
         block.install()
         item.stash[_BLOCK] = block
     try:
@@ -190,9 +191,11 @@ def bench_proxy(request: pytest.FixtureRequest) -> Iterator[BenchProxy]:
             recording.discard()
         else:
             try:
-                recording.commit()
+                problems = recording.commit()
             except BenchError as exc:
                 pytest.fail(f"bench: {item.nodeid}: could not save its recording: {exc}", pytrace=False)
+            if problems:
+                pytest.fail("\n".join(f"bench: {item.nodeid}: {p}" for p in problems), pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,15 @@ import msgspec
 
 from bench.core.cassette import CassetteReader
 from bench.core.cassette.records import RunMeta
-from bench.proxy.pytest_plugin.cassettes import Stale, commit, depends_on_digests, partial_path, staleness
+from bench.core.errors import BenchError
+from bench.proxy.pytest_plugin.cassettes import (
+    Stale,
+    commit,
+    depends_on_digests,
+    error_answers,
+    partial_path,
+    staleness,
+)
 from bench.proxy.pytest_plugin.loop import ProxyLoop, Route
 from bench.proxy.pytest_plugin.settings import Settings, TestSettings
 from bench.proxy.server import RunningProxy, start_proxy
@@ -71,7 +79,8 @@ class TestRecording:
         self.outcome = Outcome(test=test, cassette=str(cassette), plan=self.plan, pace=settings.pace)
         self.stale: Stale | None = None
         if self.plan in (REPLAY, AUTO):
-            header = CassetteReader(cassette).header  # a foreign or damaged file fails here, in one line
+            reader = CassetteReader(cassette)
+            header = reader.header  # a foreign or damaged file fails here, in one line
             if self.plan == REPLAY and settings.record_mode == "once" and header.run.session == session:
                 # Another test of this run wrote it (two tests naming one cassette): for this test there was no
                 # cassette yet, so it records, and its exchanges are joined to the other's when committed.
@@ -79,6 +88,18 @@ class TestRecording:
             else:
                 self.stale = staleness(cassette, header, max_age_s=run.max_age_s, depends_on=self.depends_on)
                 self.outcome.stale = None if self.stale is None else self.stale.why
+                if self.plan == REPLAY and settings.record_mode == "once" and not settings.allow_errors:
+                    errors = error_answers(list(reader))
+                    if errors:
+                        raise BenchError(self.holds_errors(errors))
+
+    def holds_errors(self, errors: list[str]) -> str:
+        """The line for a recording whose answer is the upstream's error: replaying it tests the error, every run."""
+        return (
+            f"its cassette {self.settings.cassette} holds an error answer from the upstream ({'; '.join(errors[:3])}), "
+            "and `once` replays it every run; fix the cause (the key, the model name, the server) and record again "
+            "with --bench-record-mode=all, or mark the test bench(allow_errors=True) if the error is what it tests"
+        )
 
     @property
     def replay_only(self) -> bool:
@@ -143,8 +164,21 @@ class TestRecording:
         """Drop the new recording unseen (a run interrupted during this test: it may be cut short)."""
         self.partial.unlink(missing_ok=True)
 
-    def commit(self) -> None:
-        """Move the new recording into the cassette (after `stop`)."""
-        if self.plan in (RECORD, AUTO) and self.partial.exists():
-            join = self.plan == AUTO
-            self.outcome.recorded = commit(self.partial, self.settings.cassette, join=join, session=self.session)
+    def commit(self) -> list[str]:
+        """Move the new recording into the cassette (after `stop`); returns what must fail the test: bench's own
+        error answers (never saved: no upstream answered), an upstream error saved in `once` mode."""
+        if self.plan not in (RECORD, AUTO) or not self.partial.exists():
+            return []
+        recorded = list(CassetteReader(self.partial)) if self.settings.record_mode == "once" else []
+        done = commit(self.partial, self.settings.cassette, join=self.plan == AUTO, session=self.session)
+        self.outcome.recorded = done.recorded
+        problems = []
+        if done.own_errors:
+            problems.append(
+                f"the upstream {self.run.upstream} did not answer {done.own_errors} request(s) (bench's own 502/504, "
+                "not saved as a recording); start it (or fix bench_upstream / OPENAI_BASE_URL) and run again"
+            )
+        errors = [] if self.settings.allow_errors else error_answers(recorded)
+        if errors:
+            problems.append(self.holds_errors(errors))
+        return problems

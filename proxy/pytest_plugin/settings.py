@@ -16,7 +16,7 @@ DEFAULT_UPSTREAM = "https://api.openai.com/v1"
 # What a replaying test's client sends as its key: the SDKs refuse to start without one, and a real key has no
 # business going anywhere while nothing is forwarded.
 DUMMY_KEY = "sk-bench-replay-no-key-needed"
-MARKER_OPTIONS = ("cassette", "record_mode", "pace", "openai_env", "allow_network", "depends_on")
+MARKER_OPTIONS = ("cassette", "record_mode", "pace", "openai_env", "allow_network", "allow_errors", "depends_on")
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _AGE_UNITS = {"": 86400.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
 
@@ -41,6 +41,8 @@ class TestSettings(msgspec.Struct, frozen=True):
     pace: str
     openai_env: bool
     allow_network: bool
+    # The test records the upstream's error answers on purpose: `once` replays them without failing it.
+    allow_errors: bool
     depends_on: tuple[str, ...]
 
 
@@ -180,5 +182,6 @@ def test_settings(item: pytest.Item, run: Settings) -> TestSettings:
         pace=check_pace(str(options.get("pace", run.pace)), f"{item.nodeid}: bench pace"),
         openai_env=bool(options.get("openai_env", run.openai_env != "off")),
         allow_network=bool(options.get("allow_network", False)),
+        allow_errors=bool(options.get("allow_errors", False)),
         depends_on=tuple(str(d) for d in depends),
     )

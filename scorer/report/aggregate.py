@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from bench.scorer.caveats import MAX_TOKENS, NO_FINISH, REPLAYED, CaveatTally, result_flags
+from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.report.cost import Cost, CostTally, Prices
 from bench.scorer.report.latency import Timing, TimingTally
 from bench.scorer.report.load import Scores, Stream, paused_gc
@@ -76,6 +78,8 @@ class Reliability:
     results_retried: int
     errored: int
     failed_exchanges: int  # exchanges that did not complete with a 2xx status (retried or final)
+    max_tokens: int = 0  # results whose answer stopped at the token limit (finish_reason length, or a what-if budget)
+    no_finish_reason: int = 0  # results whose answer stream the server closed without a finish_reason
 
 
 @dataclass
@@ -125,6 +129,8 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     traffic: Traffic = field(default_factory=Traffic)
     cost: Cost | None = None  # with a price table (bench report --prices)
+    # Models whose timing includes exchanges a replaying proxy served: replayed from a recording, not measured.
+    replayed_timing: list[str] = field(default_factory=list)
 
 
 def build(scores: Scores | Stream, prices: Prices | None = None) -> Report:
@@ -132,7 +138,7 @@ def build(scores: Scores | Stream, prices: Prices | None = None) -> Report:
 
     Results and traffic lines are taken one at a time, in the file's order, so a Stream (a scores file read as it
     is aggregated) needs memory for the groups the report counts, not for the exchanges."""
-    tally = ReportTally(prices)
+    tally = ReportTally(prices, scores.meta)
     with paused_gc():
         if isinstance(scores, Stream):
             for line in scores.lines:
@@ -151,10 +157,11 @@ def build(scores: Scores | Stream, prices: Prices | None = None) -> Report:
 class ReportTally:
     """A report's numbers gathered a result and a traffic line at a time."""
 
-    def __init__(self, prices: Prices | None = None) -> None:
+    def __init__(self, prices: Prices | None = None, meta: Meta | None = None) -> None:
         self.models: dict[str, ModelTally] = {}
         self.traffic = TrafficTally()
         self.cost = CostTally(prices) if prices is not None else None
+        self.caveats = CaveatTally(meta or Meta())
 
     def result(self, result: Result) -> None:
         model = str(result.model)
@@ -162,6 +169,7 @@ class ReportTally:
         if tally is None:
             tally = self.models[model] = ModelTally()
         tally.add(result)
+        self.caveats.add(result)
 
     def traffic_line(self, entry: TrafficLine) -> None:
         self.traffic.add(entry)
@@ -184,8 +192,9 @@ class ReportTally:
             timing={m: self.models[m].timing.finish() for m in models},
             traffic=self.traffic.finish(),
             cost=self.cost.finish() if self.cost is not None else None,
+            replayed_timing=[m for m in models if self.caveats.per_model[m][REPLAYED]],
         )
-        report.warnings = warnings(report, {m: scans[m].fingerprints for m in models})
+        report.warnings = self.caveats.lines() + warnings(report, {m: scans[m].fingerprints for m in models})
         changes = report.traffic.fingerprint_changes
         if changes:
             report.warnings.append(
@@ -228,6 +237,7 @@ class ModelTally:
         self.fps: dict[str | None, set[str]] = defaultdict(set)
         self.encoded_settings: set[bytes] = set()
         self.results = self.attempts = self.retries = self.retried = self.errored = self.failed = 0
+        self.max_tokens = self.no_finish = 0
         self.timing = TimingTally()
 
     def add(self, result: Result) -> None:
@@ -246,6 +256,9 @@ class ModelTally:
         self.retries += extra
         self.retried += extra > 0
         self.errored += status == "errored"
+        flags = result_flags(result)
+        self.max_tokens += MAX_TOKENS in flags
+        self.no_finish += NO_FINISH in flags
         for ex in result.exchanges or ():
             code = ex.status
             if ex.outcome != "complete" or not isinstance(code, int) or code >= 400:
@@ -287,7 +300,15 @@ class ModelTally:
             epochs={key: (n, c) for key, (n, c) in self.epoch_tally.items()},
             failures=dict(sorted(self.fail_counter.items(), key=lambda kv: (-kv[1], kv[0]))),
             reliability=Reliability(
-                model, self.results, self.attempts, self.retries, self.retried, self.errored, self.failed
+                model,
+                self.results,
+                self.attempts,
+                self.retries,
+                self.retried,
+                self.errored,
+                self.failed,
+                self.max_tokens,
+                self.no_finish,
             ),
             settings=ModelSettings(
                 model, sorted(self.served), all_fps, {key: _distinct(vals) for key, vals in sorted(values.items())}
@@ -364,9 +385,6 @@ def warnings(report: Report, fingerprints: dict[str, dict[str | None, list[str]]
         for key, vals in s.settings.items():
             if key != "stream" and len(vals) > 1:
                 out.append(f"{s.model}: {key} varied within the run ({', '.join(vals)})")
-    for cassette in report.run.cassettes:
-        if cassette.truncated:
-            out.append(f"cassette {cassette.path} was cut short (interrupted run): some tests may be missing")
     info = report.run
     changed = [h for h in info.recorded_catalog_hashes if info.catalog_hash and h != info.catalog_hash]
     if changed:
@@ -381,4 +399,11 @@ def warnings(report: Report, fingerprints: dict[str, dict[str | None, list[str]]
             out.append(f"{row.model}: {counts.unknown} result(s) for tests not in the catalog")
         if counts.total and not counts.scored:
             out.append(f"{row.model}: nothing was scored ({counts.total} results)")
+    for model in report.models:
+        broken = report.failures.get(model, {}).get(EVALUATOR_ERROR, 0)
+        if broken:
+            out.append(
+                f"{model}: {broken} result(s) not scored: a check could not be evaluated (failure type "
+                f"{EVALUATOR_ERROR}; each check's detail in the scores file says why)"
+            )
     return out

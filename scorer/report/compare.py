@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from bench.scorer.caveats import CaveatTally
 from bench.scorer.report.aggregate import ModelSettings, ModelTally, run_info
 from bench.scorer.report.load import Scores, Stream
 from bench.scorer.report.stats import mcnemar_exact, paired_bootstrap
@@ -105,14 +106,17 @@ class Side:
     index: dict[Key, Paired]  # (model, test, epoch) -> the last result with that key in the file
     duplicates: int
     settings: dict[str, ModelSettings]  # per model
+    caveats: list[str] = field(default_factory=list)  # bench.scorer.caveats: what the numbers cannot show
 
 
 def side(scores: Scores | Stream) -> Side:
     results = scores.results if isinstance(scores, Scores) else (x for x in scores.lines if isinstance(x, Result))
     index: dict[Key, Paired] = {}
     tallies: dict[str, ModelTally] = {}
+    caveats = CaveatTally(scores.meta)
     duplicates = 0
     for result in results:
+        caveats.add(result)
         key = (str(result.model), str(result.test), int(result.epoch or 0))
         duplicates += key in index
         exchanges = result.exchanges or []
@@ -132,7 +136,9 @@ def side(scores: Scores | Stream) -> Side:
             tally = tallies[key[0]] = ModelTally(timed=False)
         tally.add(result)
     settings = {model: tally.finish(model).settings for model, tally in tallies.items()}
-    return Side(scores.source, scores.base, scores.remote_base, scores.meta, index, duplicates, settings)
+    return Side(
+        scores.source, scores.base, scores.remote_base, scores.meta, index, duplicates, settings, caveats.lines()
+    )
 
 
 def show_commands(run: Side, result: Paired) -> list[str]:
@@ -271,10 +277,10 @@ def like_for_like(a: Side, b: Side) -> list[str]:
         )
     if ra.budgets != rb.budgets:
         out.append(f"scoring budgets differ (A {ra.budgets}, B {rb.budgets})")
-    for side, info in (("A", ra), ("B", rb)):
-        cut = [c.path for c in info.cassettes if c.truncated]
-        if cut:
-            out.append(f"{side} is an interrupted run (cut short: {', '.join(cut)}): missing tests are not regressions")
+    for name, run in (("A", a), ("B", b)):
+        out.extend(f"{name}: {line}" for line in run.caveats)
+        if any(c.truncated or c.interrupted for c in run.meta.cassettes):
+            out.append(f"{name} is an interrupted run: its missing tests are not regressions")
     out.extend(model_warnings(a, b))
     return out
 

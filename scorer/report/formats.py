@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from bench.core.errors import BenchError
+
 if TYPE_CHECKING:
     # Imported for types only: `bench --help` builds the --format choices from this registry and stays fast.
     from bench.scorer.report.aggregate import Report
@@ -89,6 +91,29 @@ def names(*, report: bool) -> tuple[str, ...]:
 def from_suffix(path: Path) -> str | None:
     suffix = path.suffix.lower()
     return next((f.name for f in FORMATS.values() if suffix in f.suffixes), None)
+
+
+# Files of these kinds are documents or images a text renderer must never fill: `--out r.docx` is refused.
+NOT_TEXT = frozenset(
+    {".docx", ".doc", ".odt", ".rtf", ".pdf", ".xlsx", ".xls", ".ods", ".pptx", ".ppt", ".png", ".jpg", ".jpeg",
+     ".gif", ".svg", ".webp", ".epub", ".zip", ".gz"}
+)  # fmt: skip
+
+
+def choose(given: str | None, out: Path | None, *, report: bool) -> str:
+    """The format to write: --format, else the one --out's suffix names, else table. An --out of a kind no format
+    writes (`r.docx`), or whose suffix names a format this command does not offer, is refused in one line: never
+    table text in a .docx."""
+    offered = names(report=report)
+    if out is not None and out.suffix.lower() in NOT_TEXT:
+        suffixes = ", ".join(s for f in FORMATS.values() if f.name in offered for s in f.suffixes)
+        raise BenchError(f"--out {out}: bench writes text, not {out.suffix} files; name the file {suffixes}")
+    if given is not None:
+        return given
+    named = from_suffix(out) if out is not None else None
+    if named is not None and named not in offered:
+        raise BenchError(f"--out {out}: this command writes no {named}; use {', '.join(offered)} (--format)")
+    return named or "table"
 
 
 @output_format("table", suffixes=(".txt",))

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from bench.scorer.caveats import CaveatTally
 from bench.scorer.report.load import Scores, Stream
 from bench.scorer.results import Result
 
@@ -40,6 +41,7 @@ class Health:
     separation: float
     tests: list[TestHealth]
     counts: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # each run's caveats (bench.scorer.caveats)
 
     @property
     def saturated(self) -> list[TestHealth]:
@@ -123,10 +125,13 @@ class HealthTally:
     def __init__(self) -> None:
         self.tests: dict[str, TestTally] = {}
         self.models: set[str] = set()
+        self.warnings: list[str] = []
 
     def run(self, i: int, scores: Scores | Stream) -> None:
         results = scores.results if isinstance(scores, Scores) else (x for x in scores.lines if isinstance(x, Result))
+        caveats = CaveatTally(scores.meta)
         for result in results:
+            caveats.add(result)
             test = str(result.test)
             tally = self.tests.get(test)
             if tally is None:
@@ -134,10 +139,11 @@ class HealthTally:
                 tally = self.tests[test] = TestTally(str(result.suite or "?"), str(result.category or "?"))
             tally.add(i, result)
             self.models.add(str(result.model))
+        self.warnings.extend(f"{scores.source}: {line}" for line in caveats.lines())
 
     def finish(self, sources: list[str]) -> Health:
         tests = [self.tests[test].finish(test) for test in sorted(self.tests)]
         counts: dict[str, int] = defaultdict(int)
         for t in tests:
             counts[t.verdict] += 1
-        return Health(sources, sorted(self.models), SEPARATION, tests, dict(sorted(counts.items())))
+        return Health(sources, sorted(self.models), SEPARATION, tests, dict(sorted(counts.items())), self.warnings)

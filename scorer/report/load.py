@@ -1,8 +1,10 @@
-"""Find and read the scores behind a report: a scores file, or a folder (its scores file, else its cassettes)."""
+"""Find and read the scores behind a report: a scores file, or a folder (its scores file, whatever bench named it,
+else its cassettes)."""
 
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,16 +32,42 @@ class Scores:
 
 def scores_file(path: Location) -> Path | None:
     """The scores file `load(path)` reads, or None when it rescores cassettes (a cassette, a folder of
-    them without scores.jsonl, an object-storage URL). For readers that stream the file themselves."""
+    them without a scores file, an object-storage URL). For readers that stream the file themselves."""
     if is_url(path):
         return None
     path = Path(path)
     if not path.exists():
         raise BenchError(f"{path}: no such file or folder; give a scores file or a folder of cassettes")
     if path.is_dir():
-        inside = path / SCORES_NAME
-        return inside if inside.is_file() else None
+        return folder_scores(path)
     return None if path.suffix == ".cassette" else path
+
+
+def folder_scores(folder: Path) -> Path | None:
+    """The scores file of a folder, whatever bench named it: scores.jsonl (`bench rescore`'s default), else a
+    `*.jsonl` in it whose first line is a scores file's meta line (`bench demo`'s rec-*.scores.jsonl, a `--out`);
+    of several, the newest, said in one line. None: there is none, the cassettes are rescored."""
+    default = folder / SCORES_NAME
+    if default.is_file():
+        return default
+    found = sorted((p for p in folder.glob("*.jsonl") if _is_scores(p)), key=lambda p: (p.stat().st_mtime, p.name))
+    if len(found) > 1:
+        others = ", ".join(p.name for p in found[:-1])
+        print(
+            f"bench: {folder} holds {len(found)} scores files; reading the newest, {found[-1].name} (not {others}): "
+            "name a file to read another, or rescore the folder into one",
+            file=sys.stderr,
+        )
+    return found[-1] if found else None
+
+
+def _is_scores(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 16)
+    except OSError:
+        return False
+    return b'"kind":"meta"' in first and b'"format":"bench-scores"' in first
 
 
 def load(path: Location, *, jobs: int = 1) -> Scores:
@@ -55,9 +83,7 @@ def load(path: Location, *, jobs: int = 1) -> Scores:
     if path.is_dir():
         cassettes = sorted(path.rglob("*.cassette"))
         if not cassettes:
-            raise BenchError(
-                f"{path}: no {SCORES_NAME} and no *.cassette files in it; record a run or run bench rescore"
-            )
+            raise BenchError(f"{path}: no scores file and no *.cassette files in it; record a run or run bench rescore")
         return _rescored(cassettes, jobs, f"{path} (rescored)", path)
     return _rescored([path], jobs, f"{path} (rescored)", path.parent)  # a cassette
 
@@ -151,15 +177,16 @@ def _bare(lines: Iterator[tuple[int, Result | TrafficLine]]) -> Iterator[Result 
 
 def _rescored(paths: Sequence[Location], jobs: int, source: str, base: Path) -> Scores:
     """Cassettes with no scores file, rescored into a temporary one and read back (the one rescore path): the
-    results name their cassettes as `bench rescore PATHS` would, `base` resolves those names."""
+    results name their cassettes relative to `base`, the very folder the Scores resolves them from (a folder's
+    subfolders kept: the pytest plugin's <module>/<test>.cassette)."""
     import tempfile
 
     # Imported lazily: rescoring pulls in the catalog and every evaluator, which a report on a scores file never needs.
-    from bench.scorer.rescore import Request, default_base, rescore
+    from bench.scorer.rescore import Request, rescore
 
     with tempfile.TemporaryDirectory(prefix="bench-rescore-") as tmp:
         out = Path(tmp) / SCORES_NAME
-        rescore(Request(paths, jobs=jobs), out, base=default_base(paths))
+        rescore(Request(paths, jobs=jobs), out, base=base)
         scores = _from_file(out)
     scores.source, scores.base = source, base
     return scores

@@ -86,7 +86,7 @@ def timing_section(report: Report) -> Section:
             mark, marked = "*", True
         rows.append(
             [
-                model,
+                model + (" (replayed)" if model in report.replayed_timing else ""),
                 str(t.streamed),
                 triple(t.ttft_ms),
                 triple(t.tpot_ms) + mark,
@@ -102,6 +102,11 @@ def timing_section(report: Report) -> Section:
     ]
     if marked:
         notes.append("* some token counts were counted from the stream (no usage in the response), not reported.")
+    if report.replayed_timing:
+        notes.append(
+            "(replayed): some of the model's exchanges were served by a replaying proxy: their timing is the "
+            "recording's, replayed, not measured."
+        )
     notes.extend(loop_lag_warnings(report))
     return Section(
         "Timing",
@@ -137,16 +142,33 @@ def reliability_section(report: Report) -> Section:
     rows = [
         [
             r.model,
-            *(str(v) for v in (r.results, r.attempts, r.retries, r.results_retried, r.errored, r.failed_exchanges)),
+            *(
+                str(v)
+                for v in (
+                    r.results,
+                    r.attempts,
+                    r.retries,
+                    r.results_retried,
+                    r.errored,
+                    r.failed_exchanges,
+                    r.max_tokens,
+                    r.no_finish_reason,
+                )
+            ),
         ]
         for r in report.reliability
     ]
+    columns = ["results", "attempts", "retries", "results retried", "errored", "failed exchanges"]
     return Section(
         "Retries and errors",
-        ["model", "results", "attempts", "retries", "results retried", "errored", "failed exchanges"],
+        ["model", *columns, "max_tokens", "no finish_reason"],
         rows,
-        notes=["Failed exchange: any attempt that did not complete with a 2xx status (retried ones included)."],
-        numeric={1, 2, 3, 4, 5, 6},
+        notes=[
+            "Failed exchange: any attempt that did not complete with a 2xx status (retried ones included). "
+            "max_tokens: results whose answer stopped at the token limit (finish_reason length). "
+            "no finish_reason: results whose answer stream the server closed without one (cut)."
+        ],
+        numeric=set(range(1, 9)),
     )
 
 

@@ -43,3 +43,68 @@ async def test_proxy_and_api_flags_send_through_a_running_proxy_to_the_responses
     # --api responses: the catalog test went to /v1/responses, as a Responses API request.
     assert exchange.request.path == "/v1/responses" and exchange.response.status == 200
     assert exchange.tags["test"] == test and b'"input"' in exchange.request.body
+
+
+async def _record(tmp_path: Path, *flags: str) -> tuple[int, str, str]:
+    async with await start_sim(catalog=load_catalog(None), ttft_ms=0, tokens_per_second=2000) as sim:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench", "record", "--upstream", sim.url, "--quiet", *flags, cwd=tmp_path,
+            env={**os.environ, "BENCH_API_KEY": "sk-record-test"},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
+    return proc.returncode or 0, stdout.decode(), stderr.decode()
+
+
+async def test_a_model_given_twice_is_recorded_once_with_a_warning_and_reports_no_false_retries(
+    tmp_path: Path,
+) -> None:
+    from bench.cli import main
+
+    tests = "tools.capital_no_tool,tools.weather_paris"
+    rc, out, err = await _record(tmp_path, "--model", "oracle", "--model", "oracle", "--tests", tests, "--out", "c")
+    assert rc == 0, err
+    assert err.strip() == (
+        "bench record: warning: --model oracle given more than once: recorded once (--epochs N repeats each test)"
+    )
+    assert "2/2 jobs, 2 requests (0 retries" in out
+    (cassette,) = find_cassettes([tmp_path / "c"])
+    assert sorted(e.tags["test"] for e in CassetteReader(cassette) if e.tags.get("test")) == tests.split(",")
+    assert main(["rescore", str(tmp_path / "c"), "--jobs", "1"]) == 0
+    report = tmp_path / "r.json"
+    assert main(["report", str(tmp_path / "c" / "scores.jsonl"), "--format", "json", "--out", str(report)]) == 0
+    import orjson
+
+    (row,) = orjson.loads(report.read_bytes())["reliability"]
+    assert (row["results"], row["attempts"], row["retries"], row["results_retried"]) == (2, 2, 0, 0)
+
+
+async def test_a_model_listed_twice_in_bench_yaml_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "bench.yaml").write_text("models: [oracle, m2, oracle]\n")
+    rc, out, err = await _record(tmp_path, "--config", "bench.yaml", "--tests", "tools.capital_no_tool")
+    assert rc == 1 and not out
+    assert err.strip() == (
+        "bench: error: bench.yaml: field 'models': lists oracle more than once; list each model once "
+        "(epochs: N repeats every test)"
+    )
+    assert not (tmp_path / "cassettes").exists()
+
+
+async def test_a_stream_ended_by_the_idle_timeout_is_recorded_and_reported_as_a_timeout(tmp_path: Path) -> None:
+    """The simulated model stalls mid-stream until the client gives up: the driver's idle_timeout (1 s) ends it,
+    and the cassette, the scores and the report say timeout, not client_disconnect."""
+    from bench.cli import main
+
+    (tmp_path / "bench.yaml").write_text("idle_timeout: 1\nmax_retries: 0\n")
+    flags = ("--config", "bench.yaml", "--model", "oracle+stall!", "--tests", "tools.capital_no_tool", "--out", "c")
+    rc, _, err = await _record(tmp_path, *flags)
+    assert rc == 0, err
+    (cassette,) = find_cassettes([tmp_path / "c"])
+    (record,) = [e for e in CassetteReader(cassette) if e.tags.get("test")]
+    assert (record.outcome, record.error) == ("timeout", "stream silent for 1 s: the client's idle timeout ended it")
+    assert main(["rescore", str(tmp_path / "c"), "--jobs", "1"]) == 0
+    import orjson
+
+    lines = [orjson.loads(line) for line in (tmp_path / "c" / "scores.jsonl").read_bytes().splitlines()]
+    (result,) = [line for line in lines if line["kind"] == "result"]
+    assert (result["status"], result["failure_type"]) == ("errored", "timeout")

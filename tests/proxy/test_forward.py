@@ -253,6 +253,32 @@ async def test_client_disconnect_cancels_the_upstream_request(upstream: Upstream
     assert record.outcome == "client_disconnected" and proxy.stats.client_disconnects == 1
 
 
+@pytest.mark.parametrize(("declared", "outcome"), [("0.3", "timeout"), ("60", "client_disconnected")])
+async def test_a_client_leaving_at_its_declared_idle_limit_is_recorded_as_a_timeout(
+    upstream: Upstream, cassettes: Path, declared: str, outcome: str
+) -> None:
+    """A client that sends X-Bench-Idle-Timeout and leaves once the stream has been silent that long gave up for a
+    timeout; one that leaves sooner than its declared limit just went away."""
+    proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
+    body = {"model": "test-stall", "messages": MESSAGES, "stream": True, "x_stall_s": 20}
+    headers = {"X-Bench-Idle-Timeout": declared}
+    async with aiohttp.ClientSession() as session:
+        resp = await session.post(proxy.url + "/v1/chat/completions", json=body, headers=headers)
+        await resp.content.readany()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(resp.content.readany(), 0.4)  # the client's own idle watch, as the driver's
+        resp.close()
+    for _ in range(600):  # up to 30 s on a busy machine; a few ms usually
+        if proxy.in_flight == 0:
+            break
+        await asyncio.sleep(0.05)
+    await proxy.close()
+    assert proxy.cassette_path is not None
+    (record,) = read_cassette(proxy.cassette_path)[1]
+    assert record.outcome == outcome and record.tags["idle-timeout"] == declared
+    assert "x-bench-idle-timeout" not in {k.lower() for k in upstream.requests[-1].headers}  # never sent upstream
+
+
 async def test_upstream_key_replaces_the_client_token(
     upstream: Upstream, cassettes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

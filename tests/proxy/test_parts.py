@@ -28,6 +28,7 @@ from bench.core.cassette.envelope import Unframer
 from bench.core.cassette.redact import BodyScrubber, scrub_reads, secret_forms
 from bench.core.cassette.seek import SeekIndex
 from bench.proxy import start_proxy
+from tests.support.damage import beyond_repair
 from tests.support.serve import serve_on_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,7 +256,7 @@ async def test_a_flipped_byte_in_a_part_is_reported_and_nothing_changed_is_retur
     for where in (0.25, 0.5, 0.75):
         damaged = bytearray(clean)
         at = int(len(clean) * where)
-        damaged[at] ^= 0x20
+        beyond_repair(damaged, at, 0x20)
         copy = tmp_path / f"flip-{where}.cassette"
         copy.write_bytes(bytes(damaged))
         reader = CassetteReader(copy)

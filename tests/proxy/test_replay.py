@@ -20,6 +20,7 @@ from bench.proxy.persist import Persister
 from bench.proxy.recorder import Exchange
 from bench.proxy.recordings import Recorded, ReplayIndex, describe_miss, match_key, parse_pace, replayable, streams
 from tests.proxy.conftest import CUT, MESSAGES, raw_chat, sdk, sdk_session
+from tests.support.damage import beyond_repair
 from tests.support.records import exchange
 from tests.support.upstream import Upstream
 
@@ -261,7 +262,7 @@ async def test_a_bad_or_damaged_file_among_good_ones_is_skipped_with_a_warning(
     (cassettes / "foreign.cassette").write_bytes(b"not a cassette")
     damaged = cassettes / "damaged.cassette"
     data = bytearray(recorder.cassette_path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    beyond_repair(data, len(data) // 2)
     damaged.write_bytes(bytes(data))
     player = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
     client = sdk(player.url + "/v1")

@@ -142,7 +142,7 @@ async def test_each_rotated_cassette_is_uploaded_when_closed(
         rc, out, err = await proxy.stop()
     assert rc == 0, err
     assert uploaded.startswith(prefix + "/") and "testing" not in out + err
-    assert not list(spool.glob("*.cassette")), "every local copy is removed once verified"
+    assert not list(spool.glob("*/*.cassette")), "every local copy is removed once verified"
     s3.invalidate_cache()
     names = sorted(n for n in s3.ls(f"{BUCKET}/rotated") if n.endswith(".cassette"))
     assert len(names) == 2

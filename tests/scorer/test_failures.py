@@ -64,9 +64,10 @@ def test_model_failure_types(expected: str, checks: list[Check], turns: Any, ext
 
 
 def test_every_type_is_covered_here_or_in_replay() -> None:
-    covered = {c[0] for c in CASES} | {"patch_failed"}  # patch_failed: tests/scorer/test_workspace_replay.py
+    # patch_failed: tests/scorer/test_workspace_replay.py; max_tokens: below
+    covered = {c[0] for c in CASES} | {"patch_failed", "max_tokens"}
     assert covered == set(MODEL_FAILURES)
-    assert set(FAILURE_TYPES) == set(MODEL_FAILURES) | set(TRANSPORT)
+    assert set(FAILURE_TYPES) == set(MODEL_FAILURES) | set(TRANSPORT) | {"evaluator_error"}
 
 
 def test_passing_result_has_no_failure_type() -> None:
@@ -96,3 +97,33 @@ def test_cut_stream_without_done_is_truncated() -> None:
     record = exchange_record(sse_chunks("Paris")[:3], tags={"turn": "0"})
     result = score_conversation(spec([Check("equals", {"value": "Paris"})]), [slim(parse_exchange(record))])
     assert result.failure_type == "truncated_stream"
+
+
+def _finished(content: str, calls: list[tuple[str, Any]], finish: bytes) -> Any:
+    """A stream whose last choice chunk says `finish` (a JSON value) instead of its finish_reason."""
+    chunks = [
+        c.replace(b'"finish_reason":"stop"', b'"finish_reason":' + finish).replace(
+            b'"finish_reason":"tool_calls"', b'"finish_reason":' + finish
+        )
+        for c in sse_chunks(content, calls)
+    ]
+    return parse_exchange(exchange_record(chunks, tags={"turn": "0", "attempt": "1"}))
+
+
+def test_an_answer_stopped_at_the_token_limit_is_its_own_finding_and_failure_type() -> None:
+    # The arguments are cut mid-object by the limit: invalid JSON follows from it, max_tokens is the cause.
+    parsed = _finished("", [("get_weather", '{"city": "Par')], b'"length"')
+    assert "max_tokens" in parsed.findings and parsed.finish_reason == "length"
+    result = score_conversation(spec([IN_PARIS], tools=TOOLS), [slim(parsed)])
+    assert (result.status, result.failure_type) == ("scored", "max_tokens")
+    # A passing answer that stopped at the limit keeps the finding (reports count it) and no failure type.
+    whole = _finished("Paris", [], b'"length"')
+    passed = score_conversation(spec([Check("equals", {"value": "Paris"})]), [slim(whole)])
+    assert passed.passed is True and passed.failure_type is None and "max_tokens" in whole.findings
+
+
+def test_a_stream_ended_without_a_finish_reason_is_found_not_taken_as_complete() -> None:
+    parsed = _finished("Par", [], b"null")
+    assert parsed.outcome == "complete" and parsed.finish_reason is None
+    assert "no_finish_reason" in parsed.findings and "truncated" not in parsed.findings
+    assert "no_finish_reason" not in _finished("Paris", [], b'"stop"').findings

@@ -28,6 +28,7 @@ from tests.scorer.helpers import (
     spec,
     write_cassette,
 )
+from tests.support.damage import cut_into_last_frame
 from tests.support.rescored import rescored as rescore
 
 
@@ -119,8 +120,7 @@ def test_damaged_cassettes_do_not_stop_the_rest(tmp_path: Path) -> None:
     (tmp_path / "foreign.cassette").write_bytes(b"hello")
     cut = tmp_path / "cut.cassette"
     write_cassette(cut, [record("t.weather", calls=[("get_weather", {"city": "Paris"})], run="r2")], tests=HASHES)
-    data = cut.read_bytes()
-    cut.write_bytes(data[: len(data) - 20])
+    cut.write_bytes(cut_into_last_frame(cut.read_bytes(), 20))
     header = {"kind": "header", "format": "bench-cassette", "version": 99}
     (tmp_path / "future.cassette").write_bytes(zstandard.ZstdCompressor().compress(msgpack.packb(header)))
     meta, results = rescore([tmp_path], catalog=CATALOG)

@@ -21,7 +21,8 @@ Extra body fields tune a stream: `x_ttft_ms` (delay before the first chunk, defa
 `x_delay_ms` (between chunks), `x_words` (content chunks), `x_end_delay_ms` (pause between the last event and the
 end of the body), `x_hold` (a name: the stream waits before the end of its body until the test calls
 `upstream.release(name)`, so it is in flight for exactly as long as the test needs), `x_echo_auth` (echo
-Authorization in a header and the text, to test that the proxy scrubs it).
+Authorization in a header and the text, to test that the proxy scrubs it; `"tokens"`: in the text only, three
+characters an event, as a model echoing a key token by token).
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ async def _route(request: web.Request, log: LoggedRequest, doc: dict[str, Any]) 
         asked = sum(1 for r in request.app[UPSTREAM].requests if r.body == log.body)
         seed = _digest(log.body + str(asked).encode())
     headers = _headers(seed)
-    if doc.get("x_echo_auth"):
+    if doc.get("x_echo_auth") and doc.get("x_echo_auth") != "tokens":
         headers["x-echo-authorization"] = request.headers.get("Authorization", "")
     if path == "/v1/embeddings":
         return web.json_response(_embeddings(doc, seed), headers=headers)
@@ -257,8 +258,14 @@ class _Plan:
         n = int(doc.get("x_words", defaults["words"]))
         start = int(seed[:4], 16) % len(WORDS)
         self.words = [WORDS[(start + i) % len(WORDS)] for i in range(n)]
-        if echo:
+        self.pieces = [w if i == 0 else " " + w for i, w in enumerate(self.words)]  # one content event each
+        if echo and doc.get("x_echo_auth") == "tokens":
+            said = f" your key is {echo.removeprefix('Bearer ')}."
+            self.pieces += [said[i : i + 3] for i in range(0, len(said), 3)]
+            self.words.append(said.strip())
+        elif echo:
             self.words.append(f"(you sent {echo})")
+            self.pieces.append(" " + self.words[-1])
         tools = doc.get("tools") or []
         self.tool = tools[0]["function"]["name"] if tools and doc.get("tool_choice") != "none" else None
         self.include_usage = bool((doc.get("stream_options") or {}).get("include_usage"))
@@ -333,8 +340,8 @@ class _Plan:
                 fragment = {"index": 0, "function": {"arguments": TOOL_ARGUMENTS[i : i + 7]}}
                 out.append(self._event(delta({"tool_calls": [fragment]}), chat))
         else:
-            for i, word in enumerate(self.words):
-                out.append(self._event(delta({"content": word if i == 0 else " " + word}), chat))
+            for piece in self.pieces:
+                out.append(self._event(delta({"content": piece}), chat))
         if no_done:
             return out
         out.append(self._event(delta({}, "tool_calls" if self.tool else "stop"), chat))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import zstandard
 
-from bench.core.cassette import frames
+from bench.core.cassette import frames, repair
 from bench.core.cassette.envelope import record_ends
 from bench.core.cassette.format import SEGMENT_BYTES
 from bench.core.cassette.records import Header, encode
@@ -73,27 +73,24 @@ def compact(path: Path, raw_bytes: int, level: int | None = None) -> bool:
 
 
 def _recompressed(buf: mmap.mmap | bytes, level: int) -> Iterator[bytes]:
-    """The header frame's bytes as written, then each written frame recompressed (or as written, see MIN_RATIO)."""
-    dobj = zstandard.ZstdDecompressor().decompressobj()
-    dobj.decompress(buf[: frames.PIECE])
-    if not dobj.eof:
-        raise NotClean("header frame")
-    head_end = min(len(buf), frames.PIECE) - len(dobj.unused_data)
-    yield bytes(buf[:head_end])
+    """The header frame's bytes as written (with its repair frame), then each written frame recompressed, each with
+    its repair frame (or as written, with its own, see MIN_RATIO)."""
     raw = bytearray()
-    start = head_end
+    start = 0
     ended = False
     for event in frames.walk(buf):
         if isinstance(event, frames.Data) and event.frame > 0:
             raw += event.data
-        elif isinstance(event, frames.FrameEnd) and event.frame > 0:
-            if len(raw) < MIN_RATIO * (event.end - start):
+        elif isinstance(event, frames.FrameEnd):
+            if event.frame == 0:
+                yield bytes(buf[: event.end])
+            elif len(raw) < MIN_RATIO * (event.end - start):
                 yield bytes(buf[start : event.end])
             else:
                 yield from segment_frames(raw, level)
             raw = bytearray()
             start = event.end
-            ended = True
+            ended = ended or event.frame > 0
         elif isinstance(event, frames.Cut | frames.Skipped):
             raise NotClean(type(event).__name__)
     if not ended or start != len(buf):
@@ -101,12 +98,15 @@ def _recompressed(buf: mmap.mmap | bytes, level: int) -> Iterator[bytes]:
 
 
 def header_frame(header: Header, level: int) -> bytes:
+    """The header's zstd frame and its repair frame."""
     packed = encode(header)
-    return zstandard.ZstdCompressor(level=level, write_checksum=True).compress(packed)
+    frame = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(packed)
+    return frame + repair.repair_frame(frame)
 
 
 def segment_frames(raw: bytes | bytearray, level: int) -> Iterator[bytes]:
-    """Framed records in zstd frames of about SEGMENT_BYTES, split between records; each checked by decompressing.
+    """Framed records in zstd frames of about SEGMENT_BYTES, split between records; each checked by decompressing,
+    and followed by its repair frame (bench.core.cassette.repair).
 
     A block ends every ~BLOCK_BYTES and before the last record (the end record), at record boundaries: a copy of the
     file cut short loses only its last block, and a cut of its last bytes only the end record.
@@ -133,7 +133,7 @@ def segment_frames(raw: bytes | bytearray, level: int) -> Iterator[bytes]:
         frame = b"".join(parts)
         if dctx.decompressobj().decompress(frame) != view[start:end]:
             raise NotClean("recompressed frame differs")
-        yield frame
+        yield frame + repair.repair_frame(frame)
         parts = []
         cobj = cctx.compressobj()
         start = end

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import zstandard
 
+from bench.core.cassette import repair
 from bench.core.cassette.format import ZSTD_MAGIC
 from bench.core.storage import is_url, open_read, prefetched
 
@@ -33,6 +34,8 @@ SALVAGE_STEP = 512
 # 64 MiB) or one record (at most envelope.MAX_RECORD). Past this a frame is not one bench wrote (a decompression
 # bomb: a few KiB that decode to gigabytes): the rest of it is skipped, undecoded, as damage.
 MAX_FRAME_OUT = 512 << 20
+# How far past the first frame's start its repair frame is looked for (a header frame is a few hundred bytes).
+HEADER_REACH = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -85,18 +88,26 @@ def open_bytes(path: Path | str) -> mmap.mmap | bytes:
 
 def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
     """Every frame's decompressed data in order, from the frame at `start` (a frame's first byte; frame numbers
-    count from there); damage and junk become `Skipped` and the walk goes on."""
+    count from there); damage and junk become `Skipped` and the walk goes on. A frame followed by a repair frame
+    (bench.core.cassette.repair) with one damaged stripe is rebuilt before it is decoded; a file whose first frame
+    has one has them all, so only then are they looked for (a frame's `FrameEnd` is past its repair frame)."""
     n = len(buf)
     pos = start
     frame = 0
     dctx = zstandard.ZstdDecompressor()
+    repairs: bool | None = None  # unknown until the first frame ends
     while pos < n:
-        if buf[pos : pos + 4] != ZSTD_MAGIC:
+        head = buf[pos : pos + 4]
+        if head == repair.MAGIC:  # a repair frame after a frame walked over as damaged: nothing to read in it
+            pos = max(pos + 1, repair.skip(buf, pos))
+            continue
+        if head != ZSTD_MAGIC:
             resume = _next_magic(buf, pos + 1)
             yield Skipped(frame, pos, resume, "bytes that are not zstd data")
             pos = resume
             frame += 1
             continue
+        src, base = _source(buf, pos, repairs is not False, repairs is None)
         dobj = dctx.decompressobj()
         fed = pos
         given = 0  # decompressed bytes of this frame yielded so far
@@ -104,7 +115,7 @@ def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
         bomb = False
         try:
             while not dobj.eof and fed < n and not bomb:
-                piece = buf[fed : fed + size]
+                piece = src[fed - base : fed - base + size]
                 fed += len(piece)
                 out = dobj.decompress(piece)
                 # Doubling, not a jump to the ratio's size: the first pieces' ratio says little about the next ones.
@@ -146,8 +157,24 @@ def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
             frame += 1
             continue
         pos = fed - len(dobj.unused_data)
+        if repairs is None:
+            repairs = buf[pos : pos + 4] == repair.MAGIC  # (even if that one is damaged: the others are not)
+        pos = repair.skip(buf, pos)
         yield FrameEnd(frame, pos)
         frame += 1
+
+
+def _source(buf: mmap.mmap | bytes, pos: int, look: bool, first: bool) -> tuple[mmap.mmap | bytes, int]:
+    """Where the frame at `pos` is decoded from: the file, or (its repair frame found and one stripe of it
+    damaged) the frame rebuilt, with the file offset its first byte stands for."""
+    if not look:
+        return buf, 0
+    # The first frame (the header) is small: its repair frame, if the file has them, is close by.
+    found = repair.find(buf, pos, HEADER_REACH if first else len(buf))
+    if found is None or repair.intact(buf, pos, found):
+        return buf, 0
+    fixed = repair.repaired(bytes(buf[pos : found.at]), found)
+    return (fixed, pos) if fixed is not None else (buf, 0)
 
 
 def _salvage(

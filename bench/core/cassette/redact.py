@@ -328,30 +328,7 @@ def _cut(reads: Sequence[bytes], spans: Sequence[tuple[int, int]]) -> list[bytes
     """`scrub_reads` given where the secrets are in the reads joined."""
     if not spans:
         return None
-    out: list[bytes] = []
-    pos = 0
-    si = 0
-    for read in reads:
-        end = pos + len(read)
-        piece = bytearray()
-        cur = pos
-        while cur < end:
-            while si < len(spans) and spans[si][1] <= cur:
-                si += 1
-            if si < len(spans) and spans[si][0] < end:
-                s, e = spans[si]
-                if s > cur:
-                    piece += read[cur - pos : s - pos]
-                    cur = s
-                if s == cur:
-                    piece += _REDACTED_B
-                cur = min(e, end)
-            else:
-                piece += read[cur - pos :]
-                cur = end
-        out.append(bytes(piece))
-        pos = end
-    return out
+    return _replace(reads, [(s, e, _REDACTED_B) for s, e in spans])
 
 
 # Reads are searched joined in windows of about this many bytes, each with the last bytes of the reads before it (so
@@ -476,21 +453,36 @@ def scrub_text(value: Any, forms: Sequence[bytes], strs: Sequence[str], found: l
 
 
 def scrub_body_steps(
-    headers: Sequence[Sequence[str]], reads: Sequence[bytes], forms: Sequence[bytes], found: list[str]
+    headers: Sequence[Sequence[str]],
+    reads: Sequence[bytes],
+    forms: Sequence[bytes],
+    found: list[str],
+    values: Iterable[str] = (),
 ) -> Generator[None, None, list[bytes] | None]:
     """A response body's reads with secrets scrubbed, or None if none was there, in steps (a window of the reads
-    each, `read_spans_steps`), yielding between them. A compressed body is searched decoded, in one step; if a secret
-    is there, the scrubbed pieces are encoded again with the same coding, one flushed piece per read, so each read
-    still decodes to its own (scrubbed) piece at its recorded time."""
+    each, `read_spans_steps`), yielding between them. An event stream is also searched for `values` split across its
+    events' text (`scrub_split_secrets`). A compressed body is searched decoded, in one step; if a secret is there,
+    the scrubbed pieces are encoded again with the same coding, one flushed piece per read, so each read still
+    decodes to its own (scrubbed) piece at its recorded time."""
     plain = _cut(reads, (yield from read_spans_steps(reads, forms)))
     codings = content_codings(headers)
+    events = _is_event_stream(headers)
     if not codings:
-        if plain is not None:
+        split = scrub_split_secrets(plain if plain is not None else reads, values) if events else None
+        if split is not None:
+            found.append("scrubbed:response.chunks (a secret split across events)")
+            plain = split
+        elif plain is not None:
             found.append("scrubbed:response.chunks")
         return plain
     current = list(reads) if plain is None else plain
     decoded: Decoded = decode_reads(current, codings)
     scrubbed = scrub_reads(decoded.pieces, forms)
+    if events and not decoded.too_large:
+        split = scrub_split_secrets(scrubbed if scrubbed is not None else decoded.pieces, values)
+        if split is not None:
+            found.append("scrubbed:response.chunks (a secret split across events)")
+            scrubbed = split
     if decoded.too_large:
         # What lies past the decoding limit cannot be searched: it is not kept.
         found.append("response.chunks: compressed body decodes past the limit; the rest dropped unsearched")
@@ -504,6 +496,10 @@ def scrub_body_steps(
         # What followed the fault cannot be decoded: it is dropped rather than kept unsearched.
         found.append("response.chunks: undecodable rest dropped")
     return encode_reads(scrubbed, codings)
+
+
+def _is_event_stream(headers: Sequence[Sequence[str]]) -> bool:
+    return any(k.lower() == "content-type" and "text/event-stream" in v.lower() for k, v in headers)
 
 
 def fix_content_length(headers: list[list[str]], length: int) -> None:
@@ -597,7 +593,7 @@ class Redactor:
             yield
             # The reads are searched joined (a secret split across two reads is found) and, for a compressed body,
             # decoded.
-            scrubbed = yield from scrub_body_steps(response.headers, response.chunks, forms, found)
+            scrubbed = yield from scrub_body_steps(response.headers, response.chunks, forms, found, secrets.values)
             if scrubbed is not None:
                 response.chunks = scrubbed
             if scrubbed is not None or spill_scrubbed:
@@ -628,3 +624,160 @@ class Redactor:
                             setattr(response, rname, value)
                 elif name != "redacted":
                     setattr(record, name, scrub_text(getattr(record, name), forms, strs, found, f"{name}."))
+
+
+# -- secrets split across events ------------------------------------------------------------------------------------
+# An upstream that echoes a key token by token never has the key's bytes in one place: each SSE event holds a piece,
+# and only the text the client assembles holds it whole. The text fields a client joins across events (chat deltas'
+# content, reasoning and tool-call arguments, legacy completions' text, the Responses API's deltas and refusals):
+_TEXT_KEYS = frozenset({"content", "text", "delta", "arguments", "reasoning_content", "reasoning", "refusal"})
+_TEXT_PIECE = re.compile(
+    rb'"(?:content|text|delta|arguments|reasoning_content|reasoning|refusal)"\s*:\s*"((?:[^"\\]|\\.)*)"'
+)
+# A `data:` line holding one JSON object: the framing of every OpenAI-compatible stream.
+_DATA_LINE = re.compile(rb"^data: ?(\{.*?)\r?$", re.MULTILINE)
+
+
+def _unescaped(piece: bytes) -> str:
+    if b"\\" not in piece:
+        return piece.decode("utf-8", "replace")
+    try:
+        text: str = orjson.loads(b'"' + piece + b'"')
+    except orjson.JSONDecodeError:
+        return piece.decode("utf-8", "replace")
+    return text
+
+
+def scrub_split_secrets(reads: Sequence[bytes], values: Iterable[str]) -> list[bytes] | None:
+    """A stream's reads with every secret the client would assemble from text pieces of several events removed, or
+    None if there is none. A quick look first (each value as a subsequence of the text fields' values joined);
+    only on a hit are the events parsed, each text field followed across events (per choice, tool call, output
+    item), and every event that carries a piece of the secret written again: its piece's part of the secret becomes
+    the marker in the event where the secret begins, and nothing in the others. Each event keeps its read (and its
+    arrival time). Events whose data spans several `data:` lines are not followed."""
+    secrets = [v for v in values if len(v) >= MIN_SCRUB_LEN]
+    if not secrets:
+        return None
+    body = b"".join(reads)
+    pieces: list[bytes] = _TEXT_PIECE.findall(body)
+    joined = b"".join(pieces)
+    if b"\\" in joined:
+        joined = "".join(map(_unescaped, pieces)).encode()
+    # The fields of several channels (content and a tool call's arguments, two choices) may come interleaved: a key
+    # split in one of them is a subsequence of them all joined. (Bytes, and one search per character: this look
+    # costs ~1 us per event of every stream recorded while a secret is known.)
+    if not any(_subsequence(v.encode(), joined) for v in secrets):
+        return None
+    events: list[tuple[int, int, Any]] = []  # (start, end) of each data line's JSON in the body, and its value
+    for m in _DATA_LINE.finditer(body):
+        try:
+            events.append((m.start(1), m.end(1), orjson.loads(m.group(1))))
+        except orjson.JSONDecodeError:
+            continue
+    changed = _cut_pieces([doc for _, _, doc in events], secrets)
+    if not changed:
+        return None
+    replaced = [(events[i][0], events[i][1], orjson.dumps(events[i][2])) for i in sorted(changed)]
+    return _replace(reads, replaced)
+
+
+def _subsequence(value: bytes, text: bytes) -> bool:
+    """Whether the bytes of `value` occur in `text` in order (one search per byte)."""
+    pos = -1
+    for byte in value:
+        pos = text.find(byte, pos + 1)
+        if pos < 0:
+            return False
+    return True
+
+
+def _cut_pieces(docs: list[Any], secrets: list[str]) -> set[int]:
+    """Find each secret in every text channel assembled across `docs`, and cut it out of the pieces (in place);
+    returns the indexes of the docs changed."""
+    channels: dict[tuple[Any, ...], list[tuple[int, Any, Any]]] = {}  # channel -> (doc, container, key) in order
+    for n, doc in enumerate(docs):
+        for channel, container, key in _text_leaves(doc):
+            channels.setdefault(channel, []).append((n, container, key))
+    changed: set[int] = set()
+    for leaves in channels.values():
+        text = "".join(c[k] for _, c, k in leaves)
+        cuts: list[tuple[int, int]] = []
+        for value in secrets:
+            i = text.find(value)
+            while i >= 0:
+                cuts.append((i, i + len(value)))
+                i = text.find(value, i + len(value))
+        if not cuts:
+            continue
+        pos = 0
+        for n, container, key in leaves:
+            piece = container[key]
+            end = pos + len(piece)
+            kept, cur = [], pos
+            for s, e in sorted(cuts):
+                if e <= pos or s >= end:
+                    continue
+                kept.append(piece[cur - pos : max(s, pos) - pos])
+                if s >= pos:
+                    kept.append(REDACTED)  # the secret begins in this piece: the marker stands where it began
+                cur = max(cur, min(e, end))
+            if cur != pos or kept:
+                container[key] = "".join(kept) + piece[cur - pos :]
+                changed.add(n)
+            pos = end
+    return changed
+
+
+def _text_leaves(doc: Any) -> Iterator[tuple[tuple[Any, ...], Any, Any]]:
+    """(channel, container, key) of each text field in an event, in order: the channel names where the field is (its
+    path, a list element by its own `index` when it has one, the event's output item and content part when it
+    names them), so that pieces of one text are joined with each other only."""
+    top: tuple[Any, ...] = ()
+    if isinstance(doc, dict):
+        top = (doc.get("item_id"), doc.get("output_index"), doc.get("content_index"))
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(doc, top)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            items = list(node.items())
+            for key, value in reversed(items):
+                if isinstance(value, str) and key in _TEXT_KEYS:
+                    yield (*path, key), node, key
+                elif isinstance(value, dict | list):
+                    stack.append((value, (*path, key)))
+        elif isinstance(node, list):
+            for i in range(len(node) - 1, -1, -1):
+                value = node[i]
+                if isinstance(value, dict | list):
+                    index = value.get("index", i) if isinstance(value, dict) else i
+                    stack.append((value, (*path, index)))
+
+
+def _replace(reads: Sequence[bytes], spans: Sequence[tuple[int, int, bytes]]) -> list[bytes]:
+    """The reads with each (start, end) span of their joined bytes (sorted, not overlapping) replaced: the new bytes
+    go in the read where the span began, the rest of the span leaves the reads after it (which may become empty).
+    No read moves, so each keeps its arrival time, and no SSE event boundary moves."""
+    out: list[bytes] = []
+    pos = 0
+    si = 0
+    for read in reads:
+        end = pos + len(read)
+        piece = bytearray()
+        cur = pos
+        while cur < end:
+            while si < len(spans) and spans[si][1] <= cur:
+                si += 1
+            if si < len(spans) and spans[si][0] < end:
+                s, e, new = spans[si]
+                if s > cur:
+                    piece += read[cur - pos : s - pos]
+                    cur = s
+                if s == cur:
+                    piece += new
+                cur = min(e, end)
+            else:
+                piece += read[cur - pos :]
+                cur = end
+        out.append(bytes(piece))
+        pos = end
+    return out

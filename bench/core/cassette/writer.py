@@ -30,7 +30,7 @@ from typing import Any
 import zstandard
 
 from bench import __version__
-from bench.core.cassette import columns, compact
+from bench.core.cassette import columns, compact, repair
 from bench.core.cassette.envelope import prefix
 from bench.core.cassette.format import SEGMENT_BYTES, SUFFIX
 from bench.core.cassette.records import (
@@ -150,6 +150,10 @@ class CassetteWriter:
             )
         )
         first = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(header)
+        first += repair.repair_frame(first)
+        # The current frame's compressed bytes, kept until it ends: its repair frame is made of them then (a frame
+        # holds ~SEGMENT_BYTES of records: about a MiB compressed).
+        self._frame_parts: list[bytes] = []
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
@@ -316,10 +320,14 @@ class CassetteWriter:
         out.append(
             self._compressor.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH if finish else zstandard.COMPRESSOBJ_FLUSH_BLOCK)
         )
+        data = b"".join(out)
+        self._frame_parts.append(data)
         if finish:
             self._compressor = self._zstd.compressobj()
             self._frame_bytes = 0
-        data = b"".join(out)
+            # The frame is whole: its repair frame follows it (bench.core.cassette.repair).
+            data += repair.repair_frame(b"".join(self._frame_parts))
+            self._frame_parts = []
         self._write_all(data)
         self.stats.records += len(batch)
         self.stats.raw_bytes += raw

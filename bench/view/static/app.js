@@ -6,7 +6,7 @@ const main = document.getElementById("main");
 const COLUMNS = [
   ["model", "model"], ["suite", "suite"], ["test", "test"], ["epoch", "epoch", "num"], ["passed", "result"],
   ["failure_type", "failure"], ["score", "score", "num"], ["ttft_us", "TTFT ms", "num"],
-  ["e2el_us", "E2EL ms", "num"], ["tokens", "tokens", "num"], ["retries", "retries", "num"],
+  ["e2el_us", "E2EL ms", "num"], ["tokens", "tokens", "num"], ["retries", "retries", "num"], ["flags", "notes"],
 ];
 
 function el(tag, attrs, ...children) {
@@ -55,8 +55,12 @@ async function facets() {
   return facetsCache;
 }
 
+// What the numbers cannot show (interrupted runs, replayed timing, streams cut without a finish_reason), above
+// every view that shows numbers.
+const warningsView = (warnings) => (warnings || []).map((w) => el("p", { class: "warn" }, "Warning: " + w));
+
 async function showRuns() {
-  const { runs } = await facets();
+  const { runs, warnings } = await facets();
   const rows = runs.flatMap((run) =>
     run.models.map((m) =>
       el("tr", {},
@@ -71,13 +75,14 @@ async function showRuns() {
         el("td", {}, run.source))));
   main.replaceChildren(
     el("h2", {}, "Runs"),
+    ...warningsView(warnings),
     el("table", { id: "runs" },
       el("tr", {}, ["run", "model", "passed", "pass rate", "95% Wilson", "settings", "fingerprints", "catalog", "source"].map((h) => el("th", {}, h))),
       rows));
 }
 
 async function showResults(params) {
-  const { facets: f } = await facets();
+  const { facets: f, warnings } = await facets();
   const page = await api("results", params);
   const set = (changes) => {
     const next = { ...params, ...changes };
@@ -99,10 +104,12 @@ async function showResults(params) {
       el("td", {}, r.model), el("td", {}, r.suite), el("td", {}, link("result", resultKey(r), r.test)),
       el("td", { class: "num" }, r.epoch), el("td", {}, verdict(r.passed)), el("td", {}, r.failure_type || ""),
       el("td", { class: "num" }, r.score === null ? "" : r.score.toFixed(2)), el("td", { class: "num" }, ms(r.ttft_us)),
-      el("td", { class: "num" }, ms(r.e2el_us)), el("td", { class: "num" }, r.tokens ?? ""), el("td", { class: "num" }, r.retries)));
+      el("td", { class: "num" }, ms(r.e2el_us)), el("td", { class: "num" }, r.tokens ?? ""), el("td", { class: "num" }, r.retries),
+      el("td", { class: "flags" }, r.flags.join(", "))));
   const offset = page.offset, last = Math.min(offset + page.limit, page.total);
   main.replaceChildren(
     el("h2", {}, "Results"),
+    ...warningsView(warnings),
     el("div", { class: "filters" }, select("run", f.run), select("model", f.model), select("suite", f.suite),
       el("select", { name: "passed", onchange: (e) => set({ passed: e.target.value, offset: 0 }) },
         ["", "pass", "fail"].map((v) => { const o = el("option", { value: v }, v || "pass or fail"); if ((params.passed || "") === v) o.selected = true; return o; })),

@@ -151,6 +151,8 @@ def test_memory_urls_round_trip(tmp_path: Path) -> None:
 
 def test_leftovers_in_the_spool_are_uploaded_checked_or_left(s3: Any, tmp_path: Path) -> None:
     prefix = f"s3://{BUCKET}/left/"
+    (tmp_path / "spool").mkdir()
+    (tmp_path / "spool" / spool.MARKER).write_text(prefix.rstrip("/"))  # as spool_folder marks bench's own
     closed = _local_copy(tmp_path, "a-closed.cassette")
     done = _local_copy(tmp_path, "b-done.cassette")  # uploaded whole before the process died: only the removal lacked
     s3.put_file(str(done), f"{BUCKET}/left/b-done.cassette")
@@ -167,6 +169,42 @@ def test_leftovers_in_the_spool_are_uploaded_checked_or_left(s3: Any, tmp_path: 
     assert s3.cat_file(f"{prefix}c-other.cassette") == b"someone else's bytes"
     assert not s3.exists(f"{prefix}d-cut.cassette")
     assert spool.upload_leftovers(tmp_path / "nothing", prefix) == []
+
+
+def test_leftovers_come_only_from_the_spool_bench_marked_for_that_url(s3: Any, tmp_path: Path) -> None:
+    """A user's folder of closed cassettes (unmarked), or bench's spool of another prefix, gives no leftovers:
+    nothing there is uploaded or removed."""
+    prefix = f"s3://{BUCKET}/only/"
+    users = _local_copy(tmp_path, "rec-20240101T000000-1.cassette")
+    assert spool.upload_leftovers(users.parent, prefix) == []
+    other = spool.spool_folder(f"s3://{BUCKET}/elsewhere", tmp_path / "root")
+    shutil.copy(SHIPPED, other / "rec-1.cassette")
+    assert spool.upload_leftovers(other, prefix) == []
+    assert users.exists() and (other / "rec-1.cassette").exists()
+    s3.invalidate_cache()
+    assert not s3.exists(f"{BUCKET}/only")
+    mine = spool.spool_folder(prefix, tmp_path / "root")
+    assert mine != other and mine.parent == tmp_path / "root" and spool.spool_folder(prefix + "/", mine.parent) == mine
+
+
+def test_a_folder_named_like_a_spool_but_not_marked_by_bench_is_refused(tmp_path: Path) -> None:
+    url = f"s3://{BUCKET}/x"
+    taken = spool.spool_folder(url, tmp_path)
+    (taken / spool.MARKER).unlink()
+    (taken / "mine.txt").write_text("someone's")
+    with pytest.raises(BenchError, match=r"is not bench's spool for s3://bench-runs/x; move it away or give another"):
+        spool.spool_folder(url, tmp_path)
+    assert (taken / "mine.txt").read_text() == "someone's"
+
+
+def test_the_default_spool_is_in_benchs_cache_not_the_working_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    folder = spool.spool_folder("s3://b/p")
+    assert folder.parent == tmp_path / "cache" / "bench" / "spool"
+    assert not (tmp_path / "cassettes").exists()
 
 
 def _small_cassette(path: Path, n: int, seed: int) -> None:

@@ -45,3 +45,30 @@ def test_nothing_to_show_is_one_line(tmp_path: Path, capsys: object) -> None:
     assert main(["view", str(tmp_path / "missing"), "--no-open"]) == 1
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     assert err.count("\n") == 1 and "no such file" in err
+
+
+def test_an_impossible_or_busy_port_is_one_line_before_anything_is_loaded(tmp_path: Path, capsys: object) -> None:
+    """The port is bound before the results load (a missing path would be said otherwise): an out-of-range port or
+    one another program holds is one line naming it and the fix, not a traceback after the whole load."""
+    import socket
+
+    missing = str(tmp_path / "missing")
+    assert main(["view", missing, "--port", "99999", "--no-open"]) == 1
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert err == "bench: error: --port 99999: give a port from 1 to 65535, or 0 for any free one\n"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["view", missing, "--port", str(port), "--no-open"]) == 1
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert err == (
+        f"bench: error: cannot listen on 127.0.0.1:{port}: already in use by another program; choose another --port "
+        "(0: any free one) or --host\n"
+    )
+
+
+def test_the_proxy_refuses_an_impossible_port_in_one_line(capsys: object) -> None:
+    assert main(["proxy", "--port", "70000", "--upstream", "http://127.0.0.1:9"]) == 1
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert err == "bench: error: --port 70000: give a port from 1 to 65535, or 0 for any free one\n"

@@ -51,3 +51,12 @@ def test_flags_win_and_env_key_wins_but_is_never_public(tmp_path: Path) -> None:
     public = cfg.public()
     assert "sk-" not in repr(public) and "sk-" not in repr(cfg) and public["api_key_set"] is True
     assert build_config({"api_key": "sk-file"}, {}, env={}).api_key == "sk-file"
+
+
+def test_a_config_that_repeats_a_model_never_reaches_the_jobs() -> None:
+    """Whatever made the config (flags, a file, a resumed run's header), a repeated model is refused at the gate."""
+    from bench.catalog.driver.config import check_ready
+
+    cfg = build_config({"models": ["a", "b", "a", "b"]}, {"upstream": "http://127.0.0.1:1"})
+    with pytest.raises(BenchError, match=r"^models: a, b listed more than once; list each model once"):
+        check_ready(cfg)

@@ -312,6 +312,25 @@ async def test_a_test_that_allows_a_command_gets_it_run_and_others_refused(serve
     assert last[4]["tool_call_id"] == "c2" and "command not allowed: 'ls' (allowed: python3)" in last[4]["content"]
 
 
+async def test_a_retry_after_past_retry_after_max_waits_the_cap_and_says_so_once(
+    served: tuple[Server, str], backoff_waits: list[float]
+) -> None:
+    # Retry-After: 45 twice, then an answer: each wait is the default cap (30 s), and one line names the cap.
+    server, url = served
+    server.script = [(429, {"Retry-After": "45"}), (503, {"Retry-After": "45"})]
+    said: list[str] = []
+    async with aiohttp.ClientSession() as session:
+        sender = await sender_for(url, session, max_retries=5)
+        sender.say = said.append
+        result, attempts = await send_with_retries(sender, Job(make_spec(), "m", 0), 0, [{"role": "user"}])
+    assert (result.kind, attempts) == ("ok", 3)
+    assert backoff_waits == [30.0, 30.0]
+    assert said == [
+        "bench record: m: the server asked to wait 45 s before retrying (Retry-After); waiting retry_after_max 30 s "
+        "instead (set retry_after_max in bench.yaml to wait longer)"
+    ]
+
+
 async def test_retries_of_every_turn_are_counted(served: tuple[Server, str], backoff_waits: list[float]) -> None:
     # A 503 before each of two turns' answers: four requests, two of them retries (one per turn), two turns.
     server, url = served

@@ -47,7 +47,7 @@ async def test_record_uploads_the_closed_cassette(s3: Any, s3_server: str, tmp_p
         rc, out, err = await record(s3_server, sim.url, "--out", prefix, "--spool", str(spool))
     assert rc == 0, err
     assert f"uploaded {prefix}/" in out and "sha256 verified" in out and f"bench rescore {prefix}" in out
-    assert not list(spool.glob("*.cassette")), "removed once verified"
+    assert not list(spool.glob("*/*.cassette")), "removed once verified"
     s3.invalidate_cache()
     (name,) = [n for n in s3.ls(f"{BUCKET}/recorded") if n.endswith(".cassette")]
     local = tmp_path / "copy.cassette"
@@ -64,5 +64,5 @@ async def test_a_refused_upload_keeps_the_local_cassette(s3: Any, s3_server: str
         rc, _, err = await record(s3_server, sim.url, "--out", "s3://no-such-bucket-9/x", "--spool", str(spool))
     assert rc == 1
     assert "upload refused" in err and "kept" in err and len(err.strip().splitlines()) == 1
-    (kept,) = list(spool.glob("*.cassette"))
+    (kept,) = list(spool.glob("*/*.cassette"))
     assert list(CassetteReader(kept))

@@ -314,3 +314,109 @@ def test_session_env_serves_clients_built_at_import_time(
         _, records = read_cassette(path)
         assert "sk-user-key" not in repr(records)
     run(pytester, *args).assert_outcomes(passed=2)
+
+
+ASK = """
+import os
+import pytest
+from openai import OpenAI
+
+@pytest.mark.bench
+def test_ask():
+    try:
+        OpenAI(max_retries=int(os.environ.get("RETRIES", "0"))).chat.completions.create(
+            model=os.environ.get("MODEL", "test-model"), messages=[{"role": "user", "content": "hi"}]
+        )
+    except Exception:
+        pass  # code under test that hides errors: bench still says what its cassette holds
+"""
+
+
+def test_bench_never_saves_its_own_errors_when_no_upstream_answers(
+    pytester: pytest.Pytester, upstream: Upstream, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing listens at the upstream: the SDK's retries each get bench's own 502, and none is saved.
+    pytester.makepyfile(test_ask=ASK)
+    monkeypatch.setenv("RETRIES", "2")
+    dead = run(pytester, "--bench-record-mode=once", f"--bench-upstream={DEAD}")
+    dead.assert_outcomes(passed=1, errors=1)
+    assert (
+        "bench: test_ask.py::test_ask: the upstream http://127.0.0.1:9/v1 did not answer 3 request(s) (bench's own "
+        "502/504, not saved as a recording); start it (or fix bench_upstream / OPENAI_BASE_URL) and run again"
+    ) in dead.stdout.str()
+    assert cassettes(pytester.path) == [] and leftovers(pytester.path) == []
+    # So `once` records at the next run, with the upstream up.
+    run(pytester, "--bench-record-mode=once", f"--bench-upstream={upstream.base_url}").assert_outcomes(passed=1)
+    (cassette,) = cassettes(pytester.path)
+    assert [r.response.status for r in read_cassette(pytester.path / cassette)[1]] == [200]
+
+
+def test_an_upstream_error_in_once_mode_fails_the_test_until_it_is_recorded_again(
+    pytester: pytest.Pytester, upstream: Upstream, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_ask=ASK)
+    monkeypatch.setenv("MODEL", "test-500")
+    line = (
+        "holds an error answer from the upstream (500 on POST /v1/chat/completions), and `once` replays it every run; "
+        "fix the cause (the key, the model name, the server) and record again with --bench-record-mode=all"
+    )
+    first = run(pytester, "--bench-record-mode=once", f"--bench-upstream={upstream.base_url}")
+    first.assert_outcomes(passed=1, errors=1)  # recorded (the upstream's answer), and the test fails on it
+    assert line in first.stdout.str()
+    again = run(pytester, "--bench-record-mode=once", f"--bench-upstream={DEAD}")
+    again.assert_outcomes(errors=1)  # every replay of it fails before the test body runs
+    assert line in again.stdout.str()
+    asked = len(upstream.requests)
+    monkeypatch.setenv("MODEL", "test-model")
+    run(pytester, "--bench-record-mode=all", f"--bench-upstream={upstream.base_url}").assert_outcomes(passed=1)
+    run(pytester, "--bench-record-mode=once", f"--bench-upstream={DEAD}").assert_outcomes(passed=1)
+    assert len(upstream.requests) == asked + 1
+
+
+def test_a_test_that_records_an_error_on_purpose_says_so_in_its_marker(
+    pytester: pytest.Pytester, upstream: Upstream, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_ask=ASK.replace("@pytest.mark.bench", "@pytest.mark.bench(allow_errors=True)"))
+    monkeypatch.setenv("MODEL", "test-500")
+    run(pytester, "--bench-record-mode=once", f"--bench-upstream={upstream.base_url}").assert_outcomes(passed=1)
+    run(pytester, "--bench-record-mode=once", f"--bench-upstream={DEAD}").assert_outcomes(passed=1)
+
+
+def test_a_library_reaching_out_at_import_is_named_by_test_and_host_with_how_to_allow_it(
+    pytester: pytest.Pytester, notes: Path
+) -> None:
+    # A library that fetches a price table when imported (as litellm does); the name resolves (stand-in DNS, set
+    # before bench's lookup note wraps it) to an address off this machine.
+    pytester.makepyfile(
+        pricey="""
+        import urllib.request
+        urllib.request.urlopen("http://prices.example.com/model_prices.json", timeout=5)
+        """,
+        conftest="""
+        import socket
+        real = socket.getaddrinfo
+        def fake(host, *args, **kwargs):
+            if host == "prices.example.com":
+                return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("192.0.2.7", 80))]
+            return real(host, *args, **kwargs)
+        socket.getaddrinfo = fake
+        """,
+        test_lib="""
+        import pytest
+
+        @pytest.mark.bench
+        def test_uses_the_library():
+            import pricey  # noqa: F401
+        """,
+    )
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    out = " ".join(result.stdout.str().split())
+    assert (
+        "bench: test_lib.py::test_uses_the_library tried to connect to prices.example.com (192.0.2.7:80), off this "
+        "machine, while it replays from its cassette (nothing may reach the network)."
+    ) in out
+    assert (
+        "If a library reaches out by itself (litellm fetches its model price table when imported), allow it: mark "
+        "the test bench(allow_network=True)"
+    ) in out

@@ -67,7 +67,7 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["report", str(empty)]) == 1
-    assert "no scores.jsonl and no *.cassette" in capsys.readouterr().err
+    assert "no scores file and no *.cassette" in capsys.readouterr().err
     newer = tmp_path / "newer.jsonl"
     newer.write_text(json.dumps({**meta(), "version": 99}) + "\n")
     assert main(["report", str(newer)]) == 1
@@ -193,3 +193,32 @@ def test_a_format_is_one_registration(tmp_path: Path, capsys: pytest.CaptureFixt
             output_format("_test_csv")(csv)
     finally:
         del FORMATS["_test_csv"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["report", "{s}", "--out", "{d}/r.docx"],
+            "bench writes text, not .docx files; name the file .txt, .md, .json, ",
+        ),
+        (["report", "{s}", "--format", "markdown", "--out", "{d}/r.docx"], "bench writes text, not .docx files"),
+        (["compare", "{s}", "{s}", "--out", "{d}/c.html"], "this command writes no html; use table, markdown, json"),
+        (["health", "{s}", "--out", "{d}/h.pdf"], "bench writes text, not .pdf files; name the file .txt, .md, .json"),
+    ],
+)
+def test_an_out_file_whose_suffix_names_no_format_it_gets_is_refused_before_any_work(
+    argv: list[str], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "missing")  # never read: the refusal comes first
+    assert main([a.format(s=missing, d=tmp_path) for a in argv]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_out_file_s_suffix_picks_the_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scores = Path(__file__).resolve().parents[3] / "cassettes"
+    for name, check in (("r.md", "# bench report"), ("r.json", '"format": "bench-report"'), ("r.txt", "Pass rate")):
+        assert main(["report", str(scores), "--out", str(tmp_path / name)]) == 0
+        assert check in (tmp_path / name).read_text()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench.cli import main
-from bench.core.cassette import CassetteWriter
+from bench.core.cassette import CassetteWriter, repair
 from bench.core.cassette.records import Settings
 from tests.support.records import exchange
 
@@ -159,7 +159,7 @@ def test_foreign_or_corrupt_files_get_one_line_and_nonzero(
 def test_a_cut_file_shows_what_it_holds_and_warns(cassette: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cut = cassette.with_name("cut.cassette")
     data = cassette.read_bytes()
-    cut.write_bytes(data[: len(data) - 40])
+    cut.write_bytes(data[: data.rfind(repair.MAGIC) - 40])  # into the last frame, before its repair frame
     assert main(["cassette", "export", str(cut)]) == 0
     captured = capsys.readouterr()
     assert len(captured.out.splitlines()) >= 1 and "warning" in captured.err
@@ -181,7 +181,9 @@ def test_a_damaged_file_is_named_with_what_was_skipped_in_one_line(
         for i in range(40):
             w.put(exchange(stream_record(i)))
     data = bytearray(path.read_bytes())
-    data[len(data) // 2 : len(data) // 2 + 8] = bytes(8)
+    end = data.find(repair.MAGIC, len(data) // 2)  # a frame in the middle ends there, its repair frame follows
+    data[end - 300 : end - 292] = bytes(8)
+    data[end + 12] ^= 0xFF  # and its repair frame: beyond repair
     path.write_bytes(bytes(data))
     assert main(["cassette", "export", str(path)]) == 0
     captured = capsys.readouterr()

@@ -18,6 +18,7 @@ from bench.core.errors import BenchError
 from tests.support.records import exchange
 
 MAGIC = b"\x28\xb5\x2f\xfd"
+REPAIR_MAGIC = b"\x5b\x2a\x4d\x18"  # a zstd skippable frame
 TIMES = {
     "x1": [0, 5, 300, 70_000, 16_777_216],  # uint32 values: column kind 1
     "x2": [0, 1 << 33],  # a value that does not fit a uint32: column kind 2
@@ -25,7 +26,8 @@ TIMES = {
 
 
 def frames(data: bytes) -> list[tuple[bytes, bytes]]:
-    """Each zstd frame of the file: its compressed bytes and what they decompress to."""
+    """Each zstd frame of the file: its compressed bytes and what they decompress to; the repair frame after each
+    is checked as the document describes it."""
     out = []
     while data:
         assert data.startswith(MAGIC)
@@ -33,8 +35,24 @@ def frames(data: bytes) -> list[tuple[bytes, bytes]]:
         plain = dctx.decompress(data)
         used = len(data) - len(dctx.unused_data)
         out.append((data[:used], plain))
-        data = dctx.unused_data
+        data = check_repair(data[:used], dctx.unused_data)
     return out
+
+
+def check_repair(frame: bytes, data: bytes) -> bytes:
+    """The repair frame at the start of `data` is the one of `frame`; returns what follows it."""
+    assert data[:4] == REPAIR_MAGIC
+    (size,) = struct.unpack_from("<I", data, 4)
+    body = data[8 : 8 + size]
+    tag, length, stripe, whole = struct.unpack_from("<4sIIQ", body)
+    assert (tag, length, whole) == (b"BRP1", len(frame), xxhash.xxh3_64_intdigest(frame))
+    assert stripe == max(64, -(-len(frame) // 512)) and size == 20 + stripe + 4
+    parity = bytearray(stripe)  # the XOR of the frame's stripes, byte by byte
+    for i, byte in enumerate(frame):
+        parity[i % stripe] ^= byte
+    assert body[20 : 20 + stripe] == parity
+    assert struct.unpack_from("<I", body, 20 + stripe)[0] == xxhash.xxh3_64_intdigest(body[:-4]) & 0xFFFFFFFF
+    return data[8 + size :]
 
 
 def unshuffle(column: bytes) -> list[int]:

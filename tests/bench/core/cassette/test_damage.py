@@ -116,6 +116,7 @@ def test_damaged_v2_files_never_change_a_record_and_report_every_loss(
     rng = random.Random(1234)
     outcomes: dict[str, int] = {}
     recovered_after = 0
+    flips: dict[str, int] = {}
     for case in range(250):
         bad = tmp_path / f"case{case}.cassette"
         damaged, what = damage(data, rng)
@@ -126,9 +127,14 @@ def test_damaged_v2_files_never_change_a_record_and_report_every_loss(
             raise AssertionError(f"case {case} ({what}): {exc}") from None
         outcomes[how] = outcomes.get(how, 0) + 1
         recovered_after += how == "damaged" and n > 0
+        if what == "flip":
+            whole = "whole" if n == len(originals) else "lost"
+            flips[whole] = flips.get(whole, 0) + 1
         bad.unlink()
-    # Damage is noticed, and most damaged files still give most of their records.
-    assert outcomes.get("damaged", 0) > 150 and recovered_after > 100
+    # One flipped bit in a finished frame is repaired from its repair frame: nothing lost (a live file's last frame
+    # has none yet). Other damage is noticed, and most damaged files still give most of their records.
+    assert flips.get("whole", 0) >= (0.95 if close else 0.8) * sum(flips.values()), flips
+    assert outcomes.get("damaged", 0) > 60 and recovered_after > 50, outcomes
 
 
 def test_records_after_damage_in_a_later_frame_are_recovered(tmp_path: Path, small_frames: None) -> None:

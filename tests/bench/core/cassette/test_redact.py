@@ -678,3 +678,67 @@ def test_a_secret_query_value_holding_an_equals_sign_is_redacted_whole() -> None
     rec = record(query=f"api-version=2&api-key={value}")
     Redactor().redact_exchange(rec)
     assert rec.request.query == f"api-version=2&api-key={REDACTED}"
+
+
+def _event(obj: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+def _pieces(text: str, n: int) -> list[str]:
+    return [text[i : i + n] for i in range(0, len(text), n)]
+
+
+@pytest.mark.parametrize("size", [1, 2, 5])  # the size of the pieces the key is echoed in
+def test_a_key_split_across_events_is_cut_from_every_text_field_that_carries_it(size: int) -> None:
+    """Chat content, a tool call's arguments (per call index) and the Responses API's deltas (per output item), each
+    echoing the key in pieces, interleaved; events cut across reads. What each field assembles loses the key."""
+    said = f"key={KEY};"
+    events = []
+    for piece in _pieces(said, size):
+        events.append({"choices": [{"index": 0, "delta": {"content": piece}}]})
+        events.append(
+            {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "function": {"arguments": piece}}]}}]}
+        )
+        events.append({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "delta": piece})
+    body = b"".join(_event(e) for e in events) + b"data: [DONE]\n\n"
+    reads = [body[i : i + 37] for i in range(0, len(body), 37)]
+    out = redact.scrub_split_secrets(reads, [KEY])
+    assert out is not None and len(out) == len(reads)
+    docs = [orjson.loads(line[6:]) for line in b"".join(out).split(b"\n\n") if line.startswith(b"data: {")]
+    content = "".join(d["choices"][0]["delta"].get("content", "") for d in docs if "choices" in d)
+    arguments = "".join(
+        d["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+        for d in docs
+        if "choices" in d and "tool_calls" in d["choices"][0]["delta"]
+    )
+    deltas = "".join(d["delta"] for d in docs if d.get("type") == "response.output_text.delta")
+    assert content == arguments == deltas == f"key={REDACTED};"
+    assert b"".join(out).endswith(b"data: [DONE]\n\n")
+
+
+def test_text_with_no_split_key_is_left_as_it_is() -> None:
+    events = [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in _pieces("a harmless answer, sk-live", 3)]
+    reads = [_event(e) for e in events]
+    assert redact.scrub_split_secrets(reads, [KEY]) is None
+    # Pieces of the key in two different fields never join into it.
+    halves = [
+        {"choices": [{"index": 0, "delta": {"content": KEY[:9]}}]},
+        {"choices": [{"index": 0, "delta": {"reasoning_content": KEY[9:]}}]},
+    ]
+    assert redact.scrub_split_secrets([_event(e) for e in halves], [KEY]) is None
+
+
+def test_a_gzip_event_stream_is_searched_decoded_for_a_split_key() -> None:
+    events = [{"choices": [{"index": 0, "delta": {"content": p}}]} for p in _pieces(f"your key is {KEY}", 4)]
+    plain = [_event(e) for e in events]
+    headers = [["Content-Type", "text/event-stream"], ["Content-Encoding", "gzip"]]
+    reads = encode_reads(plain, ["gzip"])
+    record = exchange(
+        request={"headers": [["Authorization", f"Bearer {KEY}"]]},
+        response={"status": 200, "headers": headers, "chunks": reads, "streamed": True},
+    )
+    Redactor().redact_exchange(record)
+    decoded = b"".join(decode_reads(record.response.chunks, ["gzip"]).pieces)
+    text = "".join(orjson.loads(line[6:])["choices"][0]["delta"]["content"] for line in decoded.split(b"\n\n") if line)
+    assert text == f"your key is {REDACTED}"
+    assert "scrubbed:response.chunks (a secret split across events)" in record.redacted
