@@ -61,9 +61,13 @@ def select_tests(catalog: Catalog, cfg: RecordConfig) -> list[TestSpec]:
     bad = [s for s in cfg.suites if s not in suites]
     if bad:
         raise BenchError(f"unknown suite(s): {', '.join(bad)}; known suites: {', '.join(sorted(suites))}")
-    tests = catalog.select(cfg.suites or None, cfg.tests or None)
+    categories = {t.category for t in catalog.tests.values()}
+    bad = [c for c in cfg.categories if c not in categories]
+    if bad:
+        raise BenchError(f"unknown categor(y/ies): {', '.join(bad)}; known: {', '.join(sorted(categories))}")
+    tests = catalog.select(cfg.suites or None, cfg.tests or None, cfg.categories or None)
     if not tests:
-        raise BenchError("no tests selected; check --suite and --tests")
+        raise BenchError("no tests selected; check --suite, --category and --tests (a test must match all three)")
     return tests
 
 

@@ -86,6 +86,10 @@ class ModelSettings:
     served_models: list[str]
     system_fingerprints: list[str]
     settings: dict[str, list[str]]  # setting name -> distinct values, JSON-encoded
+    # How the seeds sent relate to the epochs (docs/record.md, "Seeds"): "fixed" (one seed), "per-epoch" (seed +
+    # epoch, one base), "varied" (neither), None (no seed sent).
+    seed_mode: str | None = None
+    seed_base: int | None = None  # the fixed seed, or the per-epoch base (the seed of epoch 0)
 
 
 @dataclass
@@ -227,6 +231,8 @@ class ModelTally:
         self.served: set[str] = set()
         self.fps: dict[str | None, set[str]] = defaultdict(set)
         self.encoded_settings: set[bytes] = set()
+        self.seeds: set[int] = set()
+        self.seed_bases: set[int] = set()  # seed - epoch: one value when every epoch sent seed + epoch
         self.results = self.attempts = self.retries = self.retried = self.errored = self.failed = 0
         self.timing = TimingTally()
 
@@ -257,6 +263,10 @@ class ModelTally:
         if result.system_fingerprint:
             self.fps[result.run].add(str(result.system_fingerprint))
         self.encoded_settings.add(orjson.dumps(result.settings or {}, option=orjson.OPT_SORT_KEYS))
+        seed = (result.settings or {}).get("seed")
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            self.seeds.add(seed)
+            self.seed_bases.add(seed - int(result.epoch or 0))
 
     def finish(self, model: str) -> Scan:
         groups: dict[tuple[str, str], Counts] = defaultdict(Counts)
@@ -290,10 +300,26 @@ class ModelTally:
                 model, self.results, self.attempts, self.retries, self.retried, self.errored, self.failed
             ),
             settings=ModelSettings(
-                model, sorted(self.served), all_fps, {key: _distinct(vals) for key, vals in sorted(values.items())}
+                model,
+                sorted(self.served),
+                all_fps,
+                {key: _distinct(vals) for key, vals in sorted(values.items())},
+                *seed_mode(self.seeds, self.seed_bases),
             ),
             fingerprints={run: sorted(f) for run, f in fps.items() if len(f) > 1},
         )
+
+
+def seed_mode(seeds: set[int], bases: set[int]) -> tuple[str | None, int | None]:
+    """The seed mode the recorded seeds show: one seed is fixed; several, each epoch's seed + epoch from one base, is
+    per-epoch (the driver's own varied seed, not a setting that changed); anything else varied."""
+    if not seeds:
+        return None, None
+    if len(seeds) == 1:
+        return "fixed", next(iter(seeds))
+    if len(bases) == 1:
+        return "per-epoch", next(iter(bases))
+    return "varied", None
 
 
 def k_values(max_n: int) -> list[int]:
@@ -362,6 +388,8 @@ def warnings(report: Report, fingerprints: dict[str, dict[str | None, list[str]]
             )
     for s in report.settings:
         for key, vals in s.settings.items():
+            if key == "seed" and s.seed_mode == "per-epoch":
+                continue  # seed + epoch by design (bench record's per-epoch mode): not a setting that changed
             if key != "stream" and len(vals) > 1:
                 out.append(f"{s.model}: {key} varied within the run ({', '.join(vals)})")
     for cassette in report.run.cassettes:

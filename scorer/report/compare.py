@@ -279,6 +279,13 @@ def like_for_like(a: Side, b: Side) -> list[str]:
     return out
 
 
+SEEDED = ("fixed", "per-epoch")
+
+
+def _seed_words(s: ModelSettings) -> str:
+    return f"{s.seed_base} ({s.seed_mode})"
+
+
 def model_warnings(a: Side, b: Side) -> list[str]:
     out: list[str] = []
     by_a, by_b = a.settings, b.settings
@@ -288,6 +295,9 @@ def model_warnings(a: Side, b: Side) -> list[str]:
         sa, sb = by_a[model], by_b[model]
         for key in sorted(set(sa.settings) | set(sb.settings)):
             va, vb = sa.settings.get(key, []), sb.settings.get(key, [])
+            if key == "seed" and sa.seed_mode in SEEDED and sb.seed_mode in SEEDED:
+                # Per-epoch seeds differ with the epoch count alone: the mode and its base are what was chosen.
+                va, vb = [_seed_words(sa)], [_seed_words(sb)]
             if va != vb:
                 what = "seed" if key == "seed" else f"sampling setting {key}"
                 out.append(f"{model}: {what} differs (A {', '.join(va) or '–'}, B {', '.join(vb) or '–'})")

@@ -153,7 +153,10 @@ def reliability_section(report: Report) -> Section:
 def settings_section(report: Report) -> Section:
     rows = []
     for s in report.settings:
-        settings = "; ".join(f"{k}={', '.join(v)}" for k, v in s.settings.items()) or "–"
+        shown = {k: ", ".join(v) for k, v in s.settings.items()}
+        if s.seed_mode in ("fixed", "per-epoch") and "seed" in shown:
+            shown["seed"] = f"{s.seed_base} (fixed)" if s.seed_mode == "fixed" else f"{s.seed_base} + epoch (per-epoch)"
+        settings = "; ".join(f"{k}={v}" for k, v in shown.items()) or "–"
         rows.append([s.model, ", ".join(s.served_models) or "–", ", ".join(s.system_fingerprints) or "–", settings])
     return Section("Models and settings", ["requested model", "served model", "system fingerprint", "settings"], rows)
 

@@ -26,7 +26,7 @@ def test_demo_records_scores_and_says_what_next(
     shipped.mkdir()
     (shipped / "shipped.cassette").write_bytes(b"the shipped recording")
     monkeypatch.chdir(tmp_path)
-    assert main(["demo", "--quiet"]) == 0
+    assert main(["demo", "--quiet", "--epochs", "2"]) == 0
     assert [p.name for p in shipped.iterdir()] == ["shipped.cassette"]
     printed = capsys.readouterr().out
     (cassette,) = Path("runs/demo").glob("*.cassette")
@@ -43,6 +43,8 @@ def test_demo_records_scores_and_says_what_next(
     assert oracle and all(r.passed for r in oracle), [r.test for r in oracle if not r.passed]
     assert {r.failure_type for r in by_model["flawed-no-call"] if not r.passed} >= {"no_call"}
     assert {r.failure_type for r in by_model["flawed-invalid-json"] if not r.passed} >= {"invalid_json"}
+    # Two epochs send seeds 7 and 8 (per-epoch): the report names the mode and does not warn about its own seeds.
+    assert "seed=7 + epoch (per-epoch)" in printed and "seed varied" not in printed
 
 
 def test_demo_refuses_zero_epochs(tmp_path: Path) -> None:

@@ -139,3 +139,17 @@ async def test_resume_refuses_a_changed_catalog_and_skips_what_is_complete(tmp_p
         with pytest.raises(BenchError, match="no cassette of run nope"):
             await record(cfg, mini, resume="nope")
     assert [p.name for p in tmp_path.glob("*.cassette")] == [first.cassette.name]
+
+
+def test_category_filter_selects_with_the_suite_and_names_unknown_ones() -> None:
+    from bench.catalog.driver.record_run import select_tests
+
+    catalog = load_catalog(None)
+    tools = select_tests(catalog, RecordConfig(categories=["tool_calling"]))
+    assert tools and {t.category for t in tools} == {"tool_calling"}
+    assert len(tools) == sum(t.category == "tool_calling" for t in catalog.tests.values())
+    with pytest.raises(BenchError, match=r"unknown categor.*nope.*known: .*tool_calling"):
+        select_tests(catalog, RecordConfig(categories=["nope"]))
+    # A suite and a category that share no test select nothing: one line says which filters to check.
+    with pytest.raises(BenchError, match="--category"):
+        select_tests(catalog, RecordConfig(suites=["math"], categories=["tool_calling"]))

@@ -95,7 +95,7 @@ def test_like_for_like_warnings(tmp_path: Path) -> None:
     assert "catalog differs" in text
     assert "scorer differs" in text
     assert "contains_all (A 1, B 2)" in text and "tool_called (A 2, B None)" in text
-    assert "m: seed differs (A 7, B 8)" in text
+    assert "m: seed differs (A 7 (fixed), B 8 (fixed))" in text
     assert "sampling setting temperature differs" in text
     assert "system fingerprint differs (A fp_1, B fp_9)" in text
     assert "B is an interrupted run" in text
@@ -104,3 +104,19 @@ def test_like_for_like_warnings(tmp_path: Path) -> None:
 
 def test_like_for_like_runs_have_no_warnings(tmp_path: Path) -> None:
     assert compare(load(run(tmp_path, "a", set())), load(run(tmp_path, "b", {1}))).warnings == []
+
+
+def test_per_epoch_seeds_compare_by_their_base_not_by_how_many_epochs_ran(tmp_path: Path) -> None:
+    def per_epoch(name: str, epochs: int, base: int) -> Path:
+        (tmp_path / name).mkdir()
+        lines = [
+            result(t, "m", epoch=e, settings={"temperature": 0.0, "seed": base + e})
+            for t in TESTS[:5]
+            for e in range(epochs)
+        ]
+        return write_scores(tmp_path / name / "scores.jsonl", meta(), lines)
+
+    three, five, other = per_epoch("a", 3, 7), per_epoch("b", 5, 7), per_epoch("c", 3, 9)
+    # Seeds 7-9 against 7-11: the same choice (per-epoch from 7), more epochs; no warning about the seed.
+    assert not [w for w in compare(load(three), load(five)).warnings if "seed" in w]
+    assert "m: seed differs (A 7 (per-epoch), B 9 (per-epoch))" in compare(load(three), load(other)).warnings
