@@ -37,6 +37,7 @@ def minimal_env(root: str) -> dict[str, str]:
         "HOME": root,
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",  # a fixture's date tests give the same answer on every machine
         "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ litter that would change listings and file checks
         "PYTHONHASHSEED": "0",
         "PYTHONIOENCODING": "utf-8",

@@ -183,6 +183,7 @@ def _spawn(argv: Sequence[str], cwd: Path, stdin: bytes, limits: Limits, *, net:
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
+        "TZ": "UTC",  # answers that print dates print the same on every machine
         "HOME": str(cwd),
         "TMPDIR": str(cwd),
         "PYTHONDONTWRITEBYTECODE": "1",

@@ -64,7 +64,8 @@ def test_a_program_gets_a_fresh_directory_a_minimal_environment_and_the_document
     seen = json.loads(result.stdout)
     env = seen["env"]
     env.pop("LC_CTYPE", None)  # set by Python itself when the C locale is coerced (PEP 538), not by the sandbox
-    assert set(env) == {"PATH", "LANG", "HOME", "TMPDIR", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE"}
+    assert set(env) == {"PATH", "LANG", "TZ", "HOME", "TMPDIR", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE"}
+    assert env["TZ"] == "UTC"
     assert env["PATH"] == "/usr/local/bin:/usr/bin:/bin" and env["PYTHONHASHSEED"] == "0"
     assert seen["cwd"] == env["HOME"] == env["TMPDIR"] and not Path(seen["cwd"]).exists()  # deleted afterwards
     assert seen["isolated"] == 1  # python -I
