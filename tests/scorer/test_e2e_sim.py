@@ -22,6 +22,7 @@ EXPECTED = {
     "flawed-text-tool-call": "text_tool_call",
     "flawed-no-call": "no_call",
     "flawed-wrong-tool": "wrong_tool",
+    "flawed-unknown-tool": "unknown_tool",
     "flawed-call-limit": "call_limit",
     "flawed-patch-failed": "patch_failed",
     "flawed-bad-edit": "outcome_mismatch",
