@@ -331,4 +331,5 @@ def build_result(key: Key, group: Group, test: TestSpec | None, recorded: str | 
         passed=verdict.passed,
         failure_type=verdict.failure_type,
         checks=verdict.checks,
+        calls=verdict.calls,
     )

@@ -21,6 +21,7 @@ from bench.core.cassette.records import Exchange
 from bench.core.cassette.seek import SeekIndex
 from bench.core.errors import BenchError, CassetteError
 from bench.core.storage import Location, is_url
+from bench.scorer.report.latency import task_seconds
 from bench.scorer.report.load import Scores, load, paused_gc, scores_file
 from bench.scorer.report.stats import wilson
 from bench.scorer.results import ExchangeScore, Meta, Result, TrafficLine
@@ -46,6 +47,8 @@ class Row(msgspec.Struct, frozen=True):
     tokens: int | None
     retries: int
     source: int
+    task_s: float | None = None  # the result's wall time, every turn included (docs/report.md, "Seconds per task")
+    calls: str | None = None  # the tool calls against the reference's: same | more | fewer | different
 
 
 class ModelRate(msgspec.Struct):
@@ -287,6 +290,8 @@ def _row(n: int, source: int, r: Result) -> Row:
         tokens=final.output_tokens,
         retries=r.retries,
         source=source,
+        task_s=task_seconds(r.exchanges),
+        calls=None if r.calls is None else sys.intern(r.calls.verdict),
     )
 
 

@@ -22,6 +22,8 @@ SORTABLE = (
     "e2el_us",
     "tokens",
     "retries",
+    "task_s",
+    "calls",
 )
 MAX_LIMIT = 500
 

@@ -13,10 +13,11 @@ from typing import Any
 import orjson
 
 from bench.scorer.report.cost import Cost, CostTally, Prices
-from bench.scorer.report.latency import Timing, TimingTally
+from bench.scorer.report.latency import Timing, TimingTally, distribution, task_seconds
 from bench.scorer.report.load import Scores, Stream, paused_gc
 from bench.scorer.report.stats import pass_at_k, pass_hat_k, wilson
 from bench.scorer.report.traffic import Traffic, TrafficTally
+from bench.scorer.report.value_counts import ValueCounts, median
 from bench.scorer.results import Meta, Result, TrafficLine
 
 STATUSES = ("scored", "errored", "skipped", "stale", "unknown")
@@ -93,6 +94,34 @@ class ModelSettings:
 
 
 @dataclass
+class TaskTime:
+    """Wall time per result (a task: every turn, tool runs included), in seconds; multi-turn results apart."""
+
+    model: str
+    results: int
+    median_s: float | None
+    p90_s: float | None
+    max_s: float | None
+    multi_turn: int
+    multi_turn_median_s: float | None
+    multi_turn_p90_s: float | None
+
+
+@dataclass
+class CallsRow:
+    """A model's tool calls against the reference solutions', over its tool-using results."""
+
+    model: str
+    results: int
+    same: int
+    more: int
+    fewer: int
+    different: int
+    made: int  # calls made, all results together
+    reference: int  # calls the references make
+
+
+@dataclass
 class CassetteRow:
     """A cassette the scores came from; `truncated`: cut short (killed or interrupted), tests may be missing."""
 
@@ -129,6 +158,8 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     traffic: Traffic = field(default_factory=Traffic)
     cost: Cost | None = None  # with a price table (bench report --prices)
+    tasks: list[TaskTime] = field(default_factory=list)
+    calls: list[CallsRow] = field(default_factory=list)
 
 
 def build(scores: Scores | Stream, prices: Prices | None = None) -> Report:
@@ -188,6 +219,8 @@ class ReportTally:
             timing={m: self.models[m].timing.finish() for m in models},
             traffic=self.traffic.finish(),
             cost=self.cost.finish() if self.cost is not None else None,
+            tasks=[scans[m].tasks for m in models if scans[m].tasks.results],
+            calls=[scans[m].calls for m in models if scans[m].calls.results],
         )
         report.warnings = warnings(report, {m: scans[m].fingerprints for m in models})
         changes = report.traffic.fingerprint_changes
@@ -209,6 +242,9 @@ class Scan:
     reliability: Reliability
     settings: ModelSettings
     fingerprints: dict[str | None, list[str]]  # run -> distinct fingerprints, only where there were several
+    tasks: TaskTime
+    calls: CallsRow
+    decode_tokens_per_s: float | None  # median per exchange (see latency.Timing), also for untimed tallies
 
 
 def scan(model: str, results: Iterable[Result]) -> Scan:
@@ -235,6 +271,10 @@ class ModelTally:
         self.seed_bases: set[int] = set()  # seed - epoch: one value when every epoch sent seed + epoch
         self.results = self.attempts = self.retries = self.retried = self.errored = self.failed = 0
         self.timing = TimingTally()
+        # Kept even untimed (a comparison): one value per result or exchange, not the ITL gaps.
+        self.task_us, self.multi_turn_us, self.decode = ValueCounts(), ValueCounts(), ValueCounts()
+        self.call_verdicts: Counter[str] = Counter()
+        self.calls_made = self.calls_reference = 0
 
     def add(self, result: Result) -> None:
         self.results += 1
@@ -258,11 +298,23 @@ class ModelTally:
                 self.failed += 1
             if self.timed:
                 self.timing.add(ex)
+            if ex.tpot_us:
+                self.decode.add(1e6 / ex.tpot_us)
         if result.served_model:
             self.served.add(str(result.served_model))
         if result.system_fingerprint:
             self.fps[result.run].add(str(result.system_fingerprint))
         self.encoded_settings.add(orjson.dumps(result.settings or {}, option=orjson.OPT_SORT_KEYS))
+        wall = task_seconds(result.exchanges or ())
+        if wall is not None:
+            self.task_us.add(round(wall * 1e6))
+            if len({ex.turn for ex in result.exchanges}) > 1:
+                self.multi_turn_us.add(round(wall * 1e6))
+        calls = result.calls
+        if calls is not None and status in ("scored", "errored"):
+            self.call_verdicts[calls.verdict] += 1
+            self.calls_made += calls.made
+            self.calls_reference += calls.reference
         seed = (result.settings or {}).get("seed")
         if isinstance(seed, int) and not isinstance(seed, bool):
             self.seeds.add(seed)
@@ -307,6 +359,36 @@ class ModelTally:
                 *seed_mode(self.seeds, self.seed_bases),
             ),
             fingerprints={run: sorted(f) for run, f in fps.items() if len(f) > 1},
+            tasks=self._tasks(model),
+            decode_tokens_per_s=median(*rates) if (rates := self.decode.sorted())[1].size else None,
+            calls=CallsRow(
+                model,
+                sum(self.call_verdicts.values()),
+                same=self.call_verdicts["same"],
+                more=self.call_verdicts["more"],
+                fewer=self.call_verdicts["fewer"],
+                different=self.call_verdicts["different"],
+                made=self.calls_made,
+                reference=self.calls_reference,
+            ),
+        )
+
+    def _tasks(self, model: str) -> TaskTime:
+        every, multi = distribution(self.task_us), distribution(self.multi_turn_us)
+
+        def seconds(ms: float | None) -> float | None:
+            return None if ms is None else ms / 1000.0
+
+        top = self.task_us.sorted()[0]
+        return TaskTime(
+            model,
+            every.count,
+            seconds(every.p50),
+            seconds(every.p90),
+            float(top[-1]) / 1e6 if top.size else None,
+            multi.count,
+            seconds(multi.p50),
+            seconds(multi.p90),
         )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from bench.scorer.report.aggregate import ModelSettings, ModelTally, run_info
+from bench.scorer.report.aggregate import CallsRow, ModelSettings, ModelTally, run_info
 from bench.scorer.report.load import Scores, Stream
 from bench.scorer.report.stats import mcnemar_exact, paired_bootstrap
 from bench.scorer.results import Meta, Result
@@ -73,6 +73,7 @@ class Comparison:
     only_a: int
     only_b: int
     warnings: list[str] = field(default_factory=list)
+    speed: list[SpeedRow] = field(default_factory=list)  # per model: decode speed, seconds per task, tool calls
 
     @property
     def significant_regression(self) -> bool:
@@ -105,6 +106,23 @@ class Side:
     index: dict[Key, Paired]  # (model, test, epoch) -> the last result with that key in the file
     duplicates: int
     settings: dict[str, ModelSettings]  # per model
+    speed: dict[str, ModelSpeed] = field(default_factory=dict)  # per model
+
+
+@dataclass
+class ModelSpeed:
+    """What a comparison shows of a model's speed and tool use, beside pass rates."""
+
+    decode_tokens_per_s: float | None
+    task_median_s: float | None
+    calls: CallsRow
+
+
+@dataclass
+class SpeedRow:
+    model: str
+    a: ModelSpeed | None
+    b: ModelSpeed | None
 
 
 def side(scores: Scores | Stream) -> Side:
@@ -131,8 +149,10 @@ def side(scores: Scores | Stream) -> Side:
         if tally is None:
             tally = tallies[key[0]] = ModelTally(timed=False)
         tally.add(result)
-    settings = {model: tally.finish(model).settings for model, tally in tallies.items()}
-    return Side(scores.source, scores.base, scores.remote_base, scores.meta, index, duplicates, settings)
+    scans = {model: tally.finish(model) for model, tally in tallies.items()}
+    settings = {model: scan.settings for model, scan in scans.items()}
+    speed = {m: ModelSpeed(x.decode_tokens_per_s, x.tasks.median_s, x.calls) for m, x in scans.items()}
+    return Side(scores.source, scores.base, scores.remote_base, scores.meta, index, duplicates, settings, speed)
 
 
 def show_commands(run: Side, result: Paired) -> list[str]:
@@ -206,6 +226,7 @@ def compare(first: Scores | Stream | Side, second: Scores | Stream | Side) -> Co
         only_a=len(set(ia) - set(ib)),
         only_b=len(set(ib) - set(ia)),
         warnings=warnings,
+        speed=[SpeedRow(m, a.speed.get(m), b.speed.get(m)) for m in sorted(set(a.speed) | set(b.speed))],
     )
     for d in deltas:
         d.significant = d.p_value < comparison.threshold

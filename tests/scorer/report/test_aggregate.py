@@ -113,3 +113,24 @@ def test_per_epoch_seeds_are_not_a_varied_setting(
     s = report.settings[0]
     assert (s.seed_mode, s.seed_base) == (mode, base)
     assert any("seed varied" in w for w in report.warnings) is warned
+
+
+def test_tool_calls_are_counted_against_the_reference(tmp_path: Path) -> None:
+    def calls(made: int, reference: int, verdict: str) -> dict[str, object]:
+        return {"made": made, "reference": reference, "verdict": verdict, "missing": [], "extra": []}
+
+    lines = [
+        {**result("t.a", "m"), "calls": calls(3, 3, "same")},
+        {**result("t.b", "m"), "calls": calls(5, 3, "more")},
+        {**result("t.c", "m", passed=False), "calls": calls(0, 1, "fewer")},
+        {**result("t.d", "m", passed=False), "calls": calls(1, 1, "different")},
+        result("t.e", "m"),  # no tools offered: not counted
+    ]
+    report = aggregate.build(load(write_scores(tmp_path / "s.jsonl", meta(), lines)))
+    [row] = report.calls
+    assert (row.results, row.same, row.more, row.fewer, row.different) == (4, 1, 1, 1, 1)
+    assert (row.made, row.reference) == (9, 8)
+    from bench.scorer.report.sections import calls_section
+
+    # 9 calls over 4 results against the references' 8.
+    assert calls_section(report).rows == [["m", "4", "1", "1", "1", "1", "2.25", "2.00"]]

@@ -9,7 +9,7 @@ import pytest
 from bench.cli import main
 from bench.scorer.report.compare import compare
 from bench.scorer.report.load import load
-from tests.scorer.report.factory import meta, result, write_scores
+from tests.scorer.report.factory import exchange, meta, result, write_scores
 
 TESTS = [f"tools.t{i:02d}" for i in range(40)]
 
@@ -120,3 +120,20 @@ def test_per_epoch_seeds_compare_by_their_base_not_by_how_many_epochs_ran(tmp_pa
     # Seeds 7-9 against 7-11: the same choice (per-epoch from 7), more epochs; no warning about the seed.
     assert not [w for w in compare(load(three), load(five)).warnings if "seed" in w]
     assert "m: seed differs (A 7 (per-epoch), B 9 (per-epoch))" in compare(load(three), load(other)).warnings
+
+
+def test_compare_shows_decode_speed_task_time_and_calls_per_side(tmp_path: Path) -> None:
+    from bench.scorer.report.compare_sections import speed_section
+
+    def side_file(name: str, gap_us: int, verdict: str) -> Path:
+        (tmp_path / name).mkdir()
+        # 11 tokens, 10 gaps: decode speed 10 / (10 * gap) per second.
+        ex = {**exchange("x", ttft_us=100_000, itl_us=[gap_us] * 10), "started_us": 1, "end_us": 2_000_000}
+        calls = {"made": 1, "reference": 1, "verdict": verdict, "missing": [], "extra": []}
+        lines = [{**result(t, "m", exchanges=[ex]), "calls": calls} for t in TESTS[:4]]
+        return write_scores(tmp_path / name / "scores.jsonl", meta(), lines)
+
+    comparison = compare(load(side_file("a", 50_000, "same")), load(side_file("b", 25_000, "different")))
+    section = speed_section(comparison)
+    # A decodes at 20 tok/s, B at 40; every task took 2 s; A's calls were the reference's, B's went to other tools.
+    assert section.rows == [["m", "20.0", "40.0", "2.00", "2.00", "4/0/0/0", "0/0/0/4"]]
