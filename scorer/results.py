@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from bench.core.cassette.records import RunMeta, Settings
+from bench.core.cassette.records import RunMeta, ServerInfo, Settings
 
 FORMAT_NAME = "bench-scores"
 FORMAT_VERSION = 1
@@ -158,6 +158,8 @@ class CassetteInfo(msgspec.Struct, gc=False):
     truncated: bool = False
     settings: Settings = msgspec.field(default_factory=Settings)
     run_meta: RunMeta = msgspec.field(default_factory=RunMeta)
+    # What served the run, from the header (docs/cassette-format.md): None for cassettes without it.
+    server: ServerInfo | None = None
 
 
 class Meta(msgspec.Struct, tag_field="kind", tag="meta", gc=False):

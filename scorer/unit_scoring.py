@@ -21,7 +21,7 @@ import orjson
 from bench.catalog.model import Catalog, TestSpec
 from bench.core import storage
 from bench.core.cassette import CassetteReader
-from bench.core.cassette.records import Exchange
+from bench.core.cassette.records import Exchange, ServerInfo
 from bench.core.endpoints import endpoint_of
 from bench.core.errors import CassetteError
 from bench.core.parse import parse_exchange
@@ -285,6 +285,7 @@ class _UnitScorer:
             truncated=reader.truncated,
             settings=self.header.settings,
             run_meta=self.header.run,
+            server=self.header.server if isinstance(self.header.server, ServerInfo) else None,
         )
 
     def score_groups(self) -> None:

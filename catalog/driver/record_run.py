@@ -24,6 +24,7 @@ from bench.catalog.driver.limiter import Limiter
 from bench.catalog.driver.preflight import api_base, preflight
 from bench.catalog.driver.progress import Quiet, Reporter
 from bench.catalog.driver.resume import missing_jobs, read_run
+from bench.catalog.driver.server_info import read_server
 from bench.catalog.model import Catalog, TestSpec
 from bench.core.cassette.records import RunMeta
 from bench.core.errors import BenchError
@@ -159,11 +160,14 @@ async def record(
     if cfg.proxy is None:
         from bench.proxy import start_proxy
 
+        # What serves the run, as the engine describes itself: stored in the header, compared by `bench compare`.
+        server = await read_server(target, cfg.api_key, cfg.models)
         proxy = await start_proxy(
             upstream=cfg.upstream,
             cassettes=out,
             mode="record",
             run=run_metadata(run_id, cfg, catalog, tests, resumed_from),
+            server=server,
             upstream_key=cfg.api_key,
             idle_timeout=cfg.idle_timeout + PROXY_IDLE_GRACE_S if cfg.stream else None,
         )

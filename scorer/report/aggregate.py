@@ -132,6 +132,59 @@ class CassetteRow:
 
 
 @dataclass
+class ServerRow:
+    """One served model as its engine described it at record time (a cassette header's `server`)."""
+
+    cassette: str
+    engine: str | None
+    version: str | None
+    model: str
+    context_length: int | None
+    trained_context: int | None
+    quantization: str | None
+    parameters: str | None
+    kv_cache_type: str | None
+    file: str | None
+
+    def facts(self) -> dict[str, str]:
+        """What tells two backends apart, in words (compare's "the backend changed" warning)."""
+        named = {
+            "engine": self.engine,
+            "version": self.version,
+            "context": self.context_length,
+            "quantization": self.quantization,
+            "parameters": self.parameters,
+            "KV cache": self.kv_cache_type,
+            "file": self.file,
+        }
+        return {k: str(v) for k, v in named.items() if v is not None}
+
+
+def server_rows(meta: Meta) -> list[ServerRow]:
+    rows = []
+    for c in meta.cassettes:
+        server = c.server
+        if server is None:
+            continue
+        for m in server.models:
+            rows.append(
+                ServerRow(
+                    c.path,
+                    server.engine,
+                    server.version,
+                    m.id,
+                    m.context_length,
+                    m.trained_context,
+                    m.quantization,
+                    m.parameters,
+                    m.kv_cache_type,
+                    m.file,
+                )
+            )
+    return rows
+
+
+@dataclass
 class RunInfo:
     bench_version: str | None
     scorer_version: str | None
@@ -141,6 +194,7 @@ class RunInfo:
     evaluators: dict[str, int]
     budgets: dict[str, int | float | None]
     cassettes: list[CassetteRow]
+    servers: list[ServerRow] = field(default_factory=list)  # what served each model, per cassette
 
 
 @dataclass
@@ -456,6 +510,7 @@ def run_info(meta: Meta) -> RunInfo:
         evaluators=dict(meta.evaluators),
         budgets={"max_tokens": meta.budgets.max_tokens, "deadline_s": meta.budgets.deadline_s},
         cassettes=cassettes,
+        servers=server_rows(meta),
     )
 
 

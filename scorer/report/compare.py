@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from bench.scorer.report.aggregate import CallsRow, ModelSettings, ModelTally, run_info
+from bench.scorer.report.aggregate import CallsRow, ModelSettings, ModelTally, ServerRow, run_info
 from bench.scorer.report.load import Scores, Stream
 from bench.scorer.report.stats import mcnemar_exact, paired_bootstrap
 from bench.scorer.results import Meta, Result
@@ -297,6 +297,29 @@ def like_for_like(a: Side, b: Side) -> list[str]:
         if cut:
             out.append(f"{side} is an interrupted run (cut short: {', '.join(cut)}): missing tests are not regressions")
     out.extend(model_warnings(a, b))
+    out.extend(server_warnings(ra.servers, rb.servers))
+    return out
+
+
+def server_warnings(a: list[ServerRow], b: list[ServerRow]) -> list[str]:
+    """Per model served on both sides, each fact of its server (engine, version, context, quantization...) that
+    differs: two runs of one model name on different quantizations or engines are not the same backend."""
+    out = []
+    by_a: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    by_b: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for rows, into in ((a, by_a), (b, by_b)):
+        for row in rows:
+            for key, value in row.facts().items():
+                into[row.model][key].add(value)
+    for model in sorted(set(by_a) & set(by_b)):
+        fa, fb = by_a[model], by_b[model]
+        changed = [
+            f"{key} {', '.join(sorted(fa.get(key, ()))) or '–'} -> {', '.join(sorted(fb.get(key, ()))) or '–'}"
+            for key in sorted(set(fa) | set(fb))
+            if fa.get(key) != fb.get(key)
+        ]
+        if changed:
+            out.append(f"{model}: the backend changed between runs ({'; '.join(changed)})")
     return out
 
 

@@ -215,6 +215,32 @@ def settings_section(report: Report) -> Section:
     return Section("Models and settings", ["requested model", "served model", "system fingerprint", "settings"], rows)
 
 
+def server_section(report: Report) -> Section:
+    def cell(value: object) -> str:
+        return "–" if value is None else str(value)
+
+    rows = [
+        [
+            s.model,
+            f"{cell(s.engine)} {s.version or ''}".strip(),
+            cell(s.context_length),
+            cell(s.trained_context),
+            cell(s.quantization),
+            cell(s.parameters),
+            cell(s.kv_cache_type),
+            cell(s.file),
+            s.cassette,
+        ]
+        for s in report.run.servers
+    ]
+    return Section(
+        "Server",
+        ["model", "engine", "context", "trained context", "quantization", "parameters", "KV cache", "file", "cassette"],
+        rows,
+        notes=["As the serving engine described itself when the run was recorded (docs/record.md)."],
+    )
+
+
 def sections(report: Report) -> list[Section]:
     """Every table of the report, in reading order; empty ones are dropped."""
     all_sections = [
@@ -230,6 +256,7 @@ def sections(report: Report) -> list[Section]:
         calls_section(report),
         reliability_section(report),
         settings_section(report),
+        server_section(report),
     ]
 
     all_sections.extend(cost_sections(report.cost))

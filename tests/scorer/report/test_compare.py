@@ -137,3 +137,33 @@ def test_compare_shows_decode_speed_task_time_and_calls_per_side(tmp_path: Path)
     section = speed_section(comparison)
     # A decodes at 20 tok/s, B at 40; every task took 2 s; A's calls were the reference's, B's went to other tools.
     assert section.rows == [["m", "20.0", "40.0", "2.00", "2.00", "4/0/0/0", "0/0/0/4"]]
+
+
+def test_a_backend_on_another_quantization_is_a_changed_backend(tmp_path: Path) -> None:
+    from bench.scorer.report import aggregate
+    from bench.scorer.report.sections import server_section
+
+    def run_on(name: str, quantization: str, version: str) -> Path:
+        (tmp_path / name).mkdir()
+        server = {
+            "engine": "llama.cpp",
+            "version": version,
+            "sources": ["GET /props"],
+            "models": [
+                {"id": "m", "context_length": 8192, "quantization": quantization, "file": f"m-{quantization}.gguf"}
+            ],
+        }
+        cassettes = [{"path": "run.cassette", "run": "r-1", "settings": {}, "run_meta": {}, "server": server}]
+        lines = [result(t, "m") for t in TESTS[:3]]
+        return write_scores(tmp_path / name / "scores.jsonl", meta(cassettes=cassettes), lines)
+
+    a, b, same = run_on("a", "Q4_K_M", "b4567"), run_on("b", "Q8_0", "b4567"), run_on("c", "Q4_K_M", "b4567")
+    warnings = compare(load(a), load(b)).warnings
+    # The same model name, fingerprint and settings on both sides: only the server's own description tells them apart.
+    assert (
+        "m: the backend changed between runs (file m-Q4_K_M.gguf -> m-Q8_0.gguf; quantization Q4_K_M -> Q8_0)"
+        in warnings
+    )
+    assert not [w for w in compare(load(a), load(same)).warnings if "backend" in w]
+    rows = server_section(aggregate.build(load(b))).rows
+    assert rows == [["m", "llama.cpp b4567", "8192", "–", "Q8_0", "–", "–", "m-Q8_0.gguf", "run.cassette"]]
