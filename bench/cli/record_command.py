@@ -122,7 +122,7 @@ def run_record(args: argparse.Namespace) -> int:
         values.update(load_config_file(args.config))
     cfg = build_config(values, flags)
     check_ready(cfg)
-    catalog = load_catalog(args.catalog)
+    catalog = load_catalog(args.catalog or (Path(cfg.catalog) if cfg.catalog else None))
     reporter = make_reporter(args.quiet, cfg.progress_every)
     summary = asyncio.run(record(cfg, catalog, resume=args.resume, reporter=reporter, handle_signals=True))
 

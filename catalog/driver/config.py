@@ -77,6 +77,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "api": {"enum": list(APIS)},
         "test_api": {"type": "object", "additionalProperties": {"enum": list(APIS)}},
         "out": {"type": "string", "minLength": 1},
+        "catalog": {"type": "string", "minLength": 1},
         "proxy": {"type": ["string", "null"], "pattern": "^https?://"},
         "progress_every": {"type": "integer", "minimum": 1},
     },
@@ -113,6 +114,7 @@ class RecordConfig:
     api: str = "chat"
     test_api: dict[str, str] = field(default_factory=dict)  # test id -> api, over `api`
     out: str = "cassettes"
+    catalog: str | None = None  # a catalog folder (suites; fixtures beside them), else the built-in one; --catalog
     proxy: str | None = None
     progress_every: int = 25
 
@@ -178,6 +180,9 @@ def load_config_file(path: Path) -> dict[str, Any]:
         err = errors[0]
         raise BenchError(f"{path}: field '{_field_path(err)}': {_describe(err)}")
     check_params(data.get("params") or {}, str(path))
+    if "catalog" in data:
+        # Relative to the file, as `bench init --with-tasks` writes it: the same run from any working directory.
+        data["catalog"] = str(path.parent / data["catalog"])
     return data
 
 
