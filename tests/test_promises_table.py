@@ -14,8 +14,9 @@ from tests.support.collected import collected
 
 ROOT = Path(__file__).resolve().parents[1]
 # Docs whose promises are checked another way: the architecture by tests/test_architecture_doc.py, the scores
-# format's tables by tests/scorer/test_scores_format_doc.py; testing.md is for maintainers, promises.md is the table.
-ELSEWHERE = {"architecture.md", "scores-format.md", "testing.md", "promises.md"}
+# format's tables by tests/scorer/test_scores_format_doc.py, the seeds' features by tests/test_seeds_table.py;
+# testing.md is for maintainers, promises.md is the table.
+ELSEWHERE = {"architecture.md", "scores-format.md", "seeds.md", "testing.md", "promises.md"}
 
 
 def table() -> dict[str, list[str]]:

@@ -154,3 +154,26 @@ def test_category_filter_selects_with_the_suite_and_names_unknown_ones() -> None
     # A suite and a category that share no test select nothing: one line says which filters to check.
     with pytest.raises(BenchError, match="--category"):
         select_tests(catalog, RecordConfig(suites=["math"], categories=["tool_calling"]))
+
+
+async def test_the_max_tokens_floor_keeps_a_low_budget_from_cutting_and_a_cut_is_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.catalog.model import Reference
+    from bench.cli import main
+    from tests.catalog.conftest import make_test
+
+    # A test asking for 3 tokens whose answer takes 7 (the simulator stops at max_tokens, as a server does).
+    test = make_test("t.short", params={"max_tokens": 3}, reference=Reference(answer="Paris is the capital of France."))
+    catalog = Catalog({test.id: test}, "h", tmp_path)
+    finish = {}
+    async with await start_sim(catalog=catalog) as sim:
+        for floor in (4096, None):  # the default floor, and none
+            out = tmp_path / str(floor)
+            summary = await record(cfg_for(sim.url, out, ["oracle"], max_tokens_default=floor), catalog)
+            assert summary.cassette is not None
+            capsys.readouterr()
+            assert main(["cassette", "show", str(summary.cassette)]) == 0
+            finish[floor] = capsys.readouterr().out
+    assert "finish_reason stop" in finish[4096] and "finish_reason length" not in finish[4096]
+    assert "finish_reason length" in finish[None]
