@@ -232,6 +232,7 @@ def server_section(report: Report) -> Section:
             s.cassette,
         ]
         for s in report.run.servers
+        if s.facts()  # a server that described nothing (a hosted API, the simulator) has no row to show
     ]
     return Section(
         "Server",

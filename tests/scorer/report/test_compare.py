@@ -167,3 +167,8 @@ def test_a_backend_on_another_quantization_is_a_changed_backend(tmp_path: Path) 
     assert not [w for w in compare(load(a), load(same)).warnings if "backend" in w]
     rows = server_section(aggregate.build(load(b))).rows
     assert rows == [["m", "llama.cpp b4567", "8192", "–", "Q8_0", "–", "–", "m-Q8_0.gguf", "run.cassette"]]
+    # A server that described nothing (a hosted API, the simulator): no row of dashes.
+    (tmp_path / "d").mkdir()
+    bare = [{"path": "r.cassette", "run": "r-1", "settings": {}, "run_meta": {}, "server": {"models": [{"id": "m"}]}}]
+    quiet = write_scores(tmp_path / "d" / "scores.jsonl", meta(cassettes=bare), [result(TESTS[0], "m")])
+    assert server_section(aggregate.build(load(quiet))).rows == []
