@@ -4,13 +4,11 @@ checks it: one test per row, and every test named is one pytest collects."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.collected import collected
+from tests.support.collected import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "seeds.md"
@@ -43,14 +41,4 @@ def test_every_row_has_a_seed_a_place_in_bench_and_exactly_one_test() -> None:
 
 
 def test_every_test_the_table_names_exists(pytestconfig: pytest.Config) -> None:
-    ids = sorted({test for *_, test in rows()})
-    found = set(collected(pytestconfig))
-    rest = [node for node in ids if node not in found]
-    if rest:
-        args = ["--collect-only", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *rest]
-        run = subprocess.run(
-            [sys.executable, "-m", "pytest", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
-        )
-        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-        found |= {line.split("[", 1)[0] for line in run.stdout.splitlines() if "::" in line}
-    assert not [node for node in ids if node not in found]
+    assert not missing(pytestconfig, (test for *_, test in rows()))

@@ -49,6 +49,16 @@ def _compare(result: sandbox.RunResult, expected: str) -> Score:
     return Score(0.0, f"stdout {got[:80]!r} != {want[:80]!r}")
 
 
+def _built(outcome: tuple[str, sandbox.RunResult] | None, expected: str, no_toolchain: str, no_build: str) -> Score:
+    """A compiled language's score: skipped without its toolchain, 0 when the program does not build, else stdout."""
+    if outcome is None:
+        return Score.skipped(no_toolchain)
+    stage, result = outcome
+    if stage == "compile":
+        return Score(0.0, f"{no_build}: {result.describe()}")
+    return _compare(result, expected)
+
+
 def _timeout(t: float) -> float:
     if not 0 < t <= 60:
         raise ArgError("timeout_s must be in (0, 60]")
@@ -76,12 +86,7 @@ def c_output(ctx: EvalContext, *, expected_stdout: str, stdin: str = "", timeout
     """compiled with `cc -O1 -std=c11 -lm`, stdout equals `expected_stdout`; a compile error scores 0"""
     timeout = _timeout(timeout_s)
     outcome = sandbox.run_c(extract_code(ctx.text, C_TAGS), stdin, timeout)
-    if outcome is None:
-        return Score.skipped("no C compiler (cc, gcc or clang) on this machine")
-    stage, result = outcome
-    if stage == "compile":
-        return Score(0.0, f"does not compile: {result.describe()}")
-    return _compare(result, expected_stdout)
+    return _built(outcome, expected_stdout, "no C compiler (cc, gcc or clang) on this machine", "does not compile")
 
 
 @functools.cache
@@ -115,9 +120,9 @@ def go_output(ctx: EvalContext, *, expected_stdout: str, stdin: str = "", timeou
     """built with `go build` (package main in main.go), stdout equals `expected_stdout`; a build error scores 0"""
     timeout = _timeout(timeout_s)
     outcome = run_go(extract_code(ctx.text, GO_TAGS), stdin, timeout)
-    if outcome is None:
-        return Score.skipped("no Go toolchain (`go`) on this machine; Debian: apt-get install golang-go")
-    stage, result = outcome
-    if stage == "compile":
-        return Score(0.0, f"does not build: {result.describe()}")
-    return _compare(result, expected_stdout)
+    return _built(
+        outcome,
+        expected_stdout,
+        "no Go toolchain (`go`) on this machine; Debian: apt-get install golang-go",
+        "does not build",
+    )
