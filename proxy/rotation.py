@@ -150,6 +150,7 @@ class Rotator:
             path,
             settings=header.settings,
             run=header.run,
+            server=header.server,
             redactor=old.redactor,
             on_failure=partial(writer_failed, path),
         )

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import msgspec
 from aiohttp import web
 from yarl import URL
 
 from bench.core.cassette import CassetteWriter, Redactor, new_cassette_path
-from bench.core.cassette.records import RunMeta, Settings
+from bench.core.cassette.records import RunMeta, ServerInfo, Settings
 from bench.core.errors import BenchError
 from bench.core.serving import listen
 from bench.proxy import lag as loop_lag
@@ -165,6 +166,7 @@ async def start_proxy(
     port: int = 0,
     pace: str = "realtime",
     run: RunMeta | None = None,
+    server: ServerInfo | None = None,
     upstream_key: str | None = None,
     client_token: str | None = None,
     request_timeout: float | None = None,
@@ -250,6 +252,7 @@ async def start_proxy(
                 cassette_path,
                 settings=settings,
                 run=run,
+                server=msgspec.UNSET if server is None else server,
                 redactor=redactor,
                 on_failure=partial(writer_failed, cassette_path),
             )

@@ -47,6 +47,8 @@ class TurnTiming(msgspec.Struct, frozen=True, gc=False):
     tokens_source: str | None = None  # "usage" or "counted"
     n_events: int = 0
     loop_lag_us: int | None = None  # the recording proxy's longest event-loop stall during the exchange
+    started_us: int | None = None  # wall clock at the request, microseconds since the epoch
+    end_us: int | None = None  # the whole response read, microseconds after started_us
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,9 @@ def parsed_of(e: Entry, record: Exchange) -> ParsedExchange:
             t.tokens_source,
             t.n_events,
             record.timing.loop_lag_us,
+            # Like the loop lag, where the exchange lies on the wall clock is the record's, not the parse's.
+            record.started or None,
+            record.timing.end or None,
         ),
         tags=dict(record.tags),
         request_body=record.request.body,

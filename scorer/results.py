@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from bench.core.cassette.records import RunMeta, Settings
+from bench.core.cassette.records import RunMeta, ServerInfo, Settings
 
 FORMAT_NAME = "bench-scores"
 FORMAT_VERSION = 1
@@ -37,6 +37,8 @@ class ExchangeScore(msgspec.Struct, gc=False):
     tokens_source: str | None = None
     n_events: int = 0
     loop_lag_us: int | None = None  # the recording proxy's longest event-loop stall during the exchange
+    started_us: int | None = None  # wall clock at the request, microseconds since the epoch
+    end_us: int | None = None  # the whole response read, microseconds after started_us
 
 
 class CheckScore(msgspec.Struct, gc=False):
@@ -51,6 +53,16 @@ class CheckScore(msgspec.Struct, gc=False):
     score: float | None = None
     passed: bool | None = None
     detail: str = ""
+
+
+class CallsVsReference(msgspec.Struct, gc=False):
+    """The model's tool calls (final attempts) against the reference solution's: how many, and which names."""
+
+    made: int = 0
+    reference: int = 0
+    verdict: str = "same"  # same | more | fewer | different (as many calls, other tools)
+    missing: list[str] = msgspec.field(default_factory=list)  # reference calls not made, by tool name
+    extra: list[str] = msgspec.field(default_factory=list)  # calls the reference does not make, by tool name
 
 
 class Result(msgspec.Struct, tag_field="kind", tag="result", gc=False):
@@ -80,6 +92,8 @@ class Result(msgspec.Struct, tag_field="kind", tag="result", gc=False):
     attempts: int = 0
     retries: int = 0
     exchanges: list[ExchangeScore] = msgspec.field(default_factory=list)
+    # Tool-using tests only (tools offered or a workspace): the calls against the reference solution's.
+    calls: CallsVsReference | None = None
 
 
 class TrafficLine(msgspec.Struct, tag_field="kind", tag="traffic", gc=False):
@@ -127,6 +141,7 @@ class Verdict(msgspec.Struct, gc=False):
     passed: bool | None = None
     failure_type: str | None = None
     checks: list[CheckScore] = msgspec.field(default_factory=list)
+    calls: CallsVsReference | None = None
 
 
 class Budgets(msgspec.Struct, gc=False):
@@ -147,6 +162,8 @@ class CassetteInfo(msgspec.Struct, gc=False):
     replayed: int = 0
     settings: Settings = msgspec.field(default_factory=Settings)
     run_meta: RunMeta = msgspec.field(default_factory=RunMeta)
+    # What served the run, from the header (docs/cassette-format.md): None for cassettes without it.
+    server: ServerInfo | None = None
 
 
 class Meta(msgspec.Struct, tag_field="kind", tag="meta", gc=False):

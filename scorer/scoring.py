@@ -6,6 +6,7 @@ Shared by the pipeline (recorded cassettes) and bench.scorer.reference (a test's
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from bench.scorer.checks import get_evaluator, run_check
 from bench.scorer.context import Call, Turn, TurnTiming
 from bench.scorer.failures import EVALUATOR_ERROR, classify, transport_failure
 from bench.scorer.registry import Score
-from bench.scorer.results import CheckScore, ExchangeScore, Result, Verdict
+from bench.scorer.results import CallsVsReference, CheckScore, ExchangeScore, Result, Verdict
 from bench.scorer.workspace_replay import evaluation_context
 
 SETTINGS_KEYS = ("temperature", "seed", "max_tokens", "stream")
@@ -71,6 +72,8 @@ def slim(p: ParsedExchange) -> Turn:
             tokens_source=p.timing.tokens_source,
             n_events=p.timing.n_events,
             loop_lag_us=p.timing.loop_lag_us,
+            started_us=p.timing.started_us,
+            end_us=p.timing.end_us,
         ),
     )
 
@@ -116,6 +119,8 @@ def exchange_entry(t: Turn, final: bool) -> ExchangeScore:
         tokens_source=timing.tokens_source,
         n_events=timing.n_events,
         loop_lag_us=timing.loop_lag_us,
+        started_us=timing.started_us,
+        end_us=timing.end_us,
     )
 
 
@@ -155,9 +160,27 @@ def conversation_result(exchanges: Sequence[Turn], **identity: Any) -> Result:
     )
 
 
+def calls_vs_reference(test: TestSpec, turns: Sequence[Turn]) -> CallsVsReference | None:
+    """The final attempts' tool calls against the reference's, for tests that offer tools (None for the others)."""
+    if not test.tools and test.workspace is None:
+        return None
+    made = Counter(c.name for t in turns for c in t.calls)
+    wanted = Counter(c.name for calls in test.reference.turns for c in calls)
+    n_made, n_ref = sum(made.values()), sum(wanted.values())
+    missing, extra = sorted((wanted - made).elements()), sorted((made - wanted).elements())
+    if n_made > n_ref:
+        verdict = "more"
+    elif n_made < n_ref:
+        verdict = "fewer"
+    else:
+        verdict = "different" if missing or extra else "same"
+    return CallsVsReference(made=n_made, reference=n_ref, verdict=verdict, missing=missing, extra=extra)
+
+
 def score_conversation(test: TestSpec, exchanges: Sequence[Turn]) -> Verdict:
     """status, score, passed, failure_type and checks of one result (the caller adds identity and exchanges)."""
     turns = final_attempts(exchanges)
+    calls = calls_vs_reference(test, turns)
     for turn in turns:
         failure = transport_failure(turn)
         if failure is not None:
@@ -165,6 +188,7 @@ def score_conversation(test: TestSpec, exchanges: Sequence[Turn]) -> Verdict:
                 status="errored",
                 failure_type=failure,
                 checks=[check_entry(test, i, None) for i in range(len(test.checks))],
+                calls=calls,
             )
     ctx = evaluation_context(test, turns)
     try:
@@ -176,10 +200,10 @@ def score_conversation(test: TestSpec, exchanges: Sequence[Turn]) -> Verdict:
         counted = [(c, s) for c, s in zip(test.checks, scores, strict=True) if s.status == "scored"]
         weight = sum(c.weight for c, _ in counted)
         if not counted or weight <= 0:
-            return Verdict(status="skipped", checks=checks)
+            return Verdict(status="skipped", checks=checks, calls=calls)
         score = round(sum(c.weight * s.score for c, s in counted) / weight, 6)
         passed = score >= test.pass_threshold
         failure = None if passed else classify(ctx, list(zip(test.checks, scores, strict=True)))
-        return Verdict(status="scored", score=score, passed=passed, failure_type=failure, checks=checks)
+        return Verdict(status="scored", score=score, passed=passed, failure_type=failure, checks=checks, calls=calls)
     finally:
         ctx.close()

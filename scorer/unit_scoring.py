@@ -22,7 +22,7 @@ import orjson
 from bench.catalog.model import Catalog, TestSpec
 from bench.core import storage
 from bench.core.cassette import CassetteReader
-from bench.core.cassette.records import Exchange
+from bench.core.cassette.records import Exchange, ServerInfo
 from bench.core.endpoints import endpoint_of
 from bench.core.errors import CassetteError
 from bench.core.parse import parse_exchange
@@ -305,6 +305,7 @@ class _UnitScorer:
             replayed=self.replayed,
             settings=self.header.settings,
             run_meta=self.header.run,
+            server=self.header.server if isinstance(self.header.server, ServerInfo) else None,
         )
 
     def score_groups(self) -> None:
@@ -353,4 +354,5 @@ def build_result(key: Key, group: Group, test: TestSpec | None, recorded: str | 
         passed=verdict.passed,
         failure_type=verdict.failure_type,
         checks=verdict.checks,
+        calls=verdict.calls,
     )

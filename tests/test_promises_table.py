@@ -4,18 +4,17 @@ under that name, and every user doc has its group of promises."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.collected import collected
+from tests.support.collected import missing
 
 ROOT = Path(__file__).resolve().parents[1]
 # Docs whose promises are checked another way: the architecture by tests/test_architecture_doc.py, the scores
-# format's tables by tests/scorer/test_scores_format_doc.py; testing.md is for maintainers, promises.md is the table.
-ELSEWHERE = {"architecture.md", "scores-format.md", "testing.md", "promises.md"}
+# format's tables by tests/scorer/test_scores_format_doc.py, the seeds' features by tests/test_seeds_table.py;
+# testing.md is for maintainers, promises.md is the table.
+ELSEWHERE = {"architecture.md", "scores-format.md", "seeds.md", "testing.md", "promises.md"}
 
 
 def table() -> dict[str, list[str]]:
@@ -41,15 +40,4 @@ def test_every_user_doc_has_its_promises_listed() -> None:
 def test_every_listed_test_exists(pytestconfig: pytest.Config) -> None:
     ids = sorted({node for nodes in table().values() for node in nodes})
     assert len(ids) > 200
-    # A whole-suite run has collected them already; the others (this file run alone, or a node id that does not
-    # exist) are collected by a pytest of their own.
-    found = set(collected(pytestconfig))
-    rest = [node for node in ids if node not in found]
-    if rest:
-        args = ["--collect-only", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *rest]
-        run = subprocess.run(
-            [sys.executable, "-m", "pytest", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
-        )
-        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-        found |= {line.split("[", 1)[0] for line in run.stdout.splitlines() if "::" in line}
-    assert not [node for node in ids if node not in found]
+    assert not missing(pytestconfig, ids)

@@ -19,10 +19,12 @@ from bench.cli import (
     catalog_command,
     demo_command,
     doctor_command,
+    init_command,
     proxy_command,
     record_command,
     report_command,
     rescore_command,
+    runs_command,
     sim_command,
     view_command,
 )
@@ -31,10 +33,12 @@ from bench.core.errors import BenchError
 
 # Order is the order of `bench --help`.
 COMMAND_MODULES: tuple[ModuleType, ...] = (
+    init_command,
     proxy_command,
     cassette_command,
     catalog_command,
     record_command,
+    runs_command,
     doctor_command,
     sim_command,
     demo_command,

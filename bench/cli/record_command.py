@@ -23,9 +23,28 @@ def register(subparsers: Any) -> None:
     p.add_argument("--upstream", help="OpenAI-compatible gateway base URL, e.g. http://127.0.0.1:8000")
     p.add_argument("--model", dest="models", action="append", help="model to record (repeatable)")
     p.add_argument("--suite", dest="suites", action="append", help="only this suite (repeatable)")
+    p.add_argument(
+        "--category",
+        dest="categories",
+        action="append",
+        help="only tests of this category (repeatable; `bench catalog ls` shows each test's), with --suite: both",
+    )
     p.add_argument("--tests", help="only these test ids, comma-separated")
     p.add_argument("--epochs", type=int, help="repeats of each test per model (default 1)")
     p.add_argument("--concurrency", type=int, help="requests in flight at once (default 8)")
+    seeds = p.add_mutually_exclusive_group()
+    seeds.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed mode 'fixed': every request of every epoch sends seed N (is the backend deterministic?)",
+    )
+    seeds.add_argument(
+        "--seed-per-epoch",
+        type=int,
+        metavar="N",
+        help="seed mode 'per-epoch': epoch e sends seed N + e (independent repeats)",
+    )
     p.add_argument(
         "--out",
         help="folder for cassettes (default ./cassettes), or an object-storage prefix (s3://bucket/runs): written in "
@@ -54,6 +73,14 @@ def register(subparsers: Any) -> None:
 def _positive(name: str, value: int | None) -> None:
     if value is not None and value < 1:
         raise BenchError(f"--{name} must be at least 1 (got {value})")
+
+
+def _seed_flags(fixed: int | None, per_epoch: int | None) -> dict[str, Any]:
+    if fixed is not None:
+        return {"seed": fixed, "seed_mode": "fixed"}
+    if per_epoch is not None:
+        return {"seed": per_epoch, "seed_mode": "per-epoch"}
+    return {}
 
 
 def run_record(args: argparse.Namespace) -> int:
@@ -89,12 +116,14 @@ def run_record(args: argparse.Namespace) -> int:
         "upstream": args.upstream,
         "models": args.models,
         "suites": args.suites,
+        "categories": args.categories,
         "tests": [t.strip() for t in args.tests.split(",") if t.strip()] if args.tests else None,
         "epochs": args.epochs,
         "concurrency": args.concurrency,
         "out": args.out,
         "proxy": args.proxy,
         "api": args.api,
+        **_seed_flags(args.seed, args.seed_per_epoch),
     }
     values: dict[str, Any] = {}
     if args.resume:
@@ -105,7 +134,7 @@ def run_record(args: argparse.Namespace) -> int:
         values.update(load_config_file(args.config))
     cfg = build_config(values, flags)
     check_ready(cfg)
-    catalog = load_catalog(args.catalog)
+    catalog = load_catalog(args.catalog or (Path(cfg.catalog) if cfg.catalog else None))
     reporter = make_reporter(args.quiet, cfg.progress_every)
     summary = asyncio.run(record(cfg, catalog, resume=args.resume, reporter=reporter, handle_signals=True))
 

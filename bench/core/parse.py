@@ -62,6 +62,9 @@ def parse_exchange(
         request_body=request.body,
     )
     parsed.timing.loop_lag_us = record.timing.loop_lag_us
+    # 0 is the records' "not recorded" (synthetic exchanges, records from before the field).
+    parsed.timing.started_us = record.started or None
+    parsed.timing.end_us = record.timing.end or None
     if deadline_us is not None and times and times[-1] > deadline_us:
         keep = sum(1 for t in times if t <= deadline_us)
         chunks, times = chunks[:keep], times[:keep]

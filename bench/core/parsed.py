@@ -51,6 +51,10 @@ class Timing:
     tokens_source: str | None = None  # "usage" or "counted"
     n_events: int = 0
     loop_lag_us: int | None = None  # the recording proxy's longest event-loop stall during the exchange
+    # When the exchange started (wall clock, microseconds since the epoch) and ended (microseconds after its start,
+    # the whole response read): a multi-turn task's wall time spans its first start to its last end.
+    started_us: int | None = None
+    end_us: int | None = None
 
 
 @dataclass

@@ -9,7 +9,7 @@ import orjson
 
 from bench.core.cassette import records
 from bench.core.parse import parse_exchange
-from bench.scorer.results import ExchangeScore
+from bench.scorer.results import CallsVsReference, ExchangeScore
 from bench.view.index import UNTAGGED, Index, Row
 from bench.view.timeline import Timeline, timeline
 
@@ -51,6 +51,7 @@ class Detail(msgspec.Struct):
     findings: list[str]
     exchanges: list[Exchange]
     missing: list[str]  # exchange ids the scores name but the cassette no longer holds
+    calls: CallsVsReference | None = None  # the tool calls against the reference solution's
 
 
 def _pretty(arguments: Any) -> str:
@@ -158,6 +159,7 @@ def detail(index: Index, n: int) -> Detail:
         findings=list(result.findings),
         exchanges=[_exchange(e, records[e.id], result.run != UNTAGGED) for e in entries if e.id in records],
         missing=[e.id for e in entries if e.id not in records],
+        calls=result.calls,
     )
 
 

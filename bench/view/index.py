@@ -22,6 +22,7 @@ from bench.core.cassette.seek import SeekIndex
 from bench.core.errors import BenchError, CassetteError
 from bench.core.storage import Location, is_url
 from bench.scorer.caveats import CaveatTally, result_flags
+from bench.scorer.report.latency import task_seconds
 from bench.scorer.report.load import Scores, load, paused_gc, scores_file
 from bench.scorer.report.stats import wilson
 from bench.scorer.results import ExchangeScore, Meta, Result, TrafficLine
@@ -49,6 +50,8 @@ class Row(msgspec.Struct, frozen=True):
     source: int
     # What the numbers cannot show (bench.scorer.caveats): max_tokens, no_finish_reason, replayed timing.
     flags: list[str] = msgspec.field(default_factory=list)
+    task_s: float | None = None  # the result's wall time, every turn included (docs/report.md, "Seconds per task")
+    calls: str | None = None  # the tool calls against the reference's: same | more | fewer | different
 
 
 class ModelRate(msgspec.Struct):
@@ -299,6 +302,8 @@ def _row(n: int, source: int, r: Result, flags: list[str]) -> Row:
         retries=r.retries,
         source=source,
         flags=flags,
+        task_s=task_seconds(r.exchanges),
+        calls=None if r.calls is None else sys.intern(r.calls.verdict),
     )
 
 

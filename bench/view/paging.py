@@ -23,6 +23,8 @@ SORTABLE = (
     "tokens",
     "retries",
     "flags",
+    "task_s",
+    "calls",
 )
 MAX_LIMIT = 500
 

@@ -25,6 +25,8 @@ class Timeline(msgspec.Struct):
     token_events: int
     ttft_us: int | None
     e2el_us: int | None
+    # (output tokens - 1) / (E2EL - TTFT): the speed the stream was served at once it started
+    decode_tokens_per_s: float | None = None
 
 
 def _text(obj: dict[str, Any]) -> tuple[bool, str]:
@@ -72,4 +74,5 @@ def timeline(parsed: ParsedExchange) -> Timeline:
         token_events=sum(e.token for e in events),
         ttft_us=parsed.timing.ttft_us,
         e2el_us=parsed.timing.e2el_us,
+        decode_tokens_per_s=1e6 / tpot if (tpot := parsed.timing.tpot_us) else None,
     )

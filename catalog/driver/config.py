@@ -24,6 +24,26 @@ API_KEY_ENV = "BENCH_API_KEY"
 # The endpoint a test is sent to: Chat Completions, or the Responses API (the same request, translated).
 APIS = ("chat", "responses")
 
+# How `seed` is sent (docs/record.md, "Seeds"): per-epoch, epoch e sends seed + e (repeats are independent samples);
+# fixed, every request of every epoch sends seed itself (the "same seed, N repeats: is the backend deterministic?"
+# study).
+SEED_MODES = ("per-epoch", "fixed")
+
+# Request fields a run's `params` cannot set: the catalog, the run's own keys or the driver decide them.
+RESERVED_PARAMS = {
+    "model": "the run's models",
+    "messages": "the catalog's tests",
+    "input": "the catalog's tests",
+    "tools": "the catalog's tests",
+    "stream": "the key 'stream'",
+    "stream_options": "the key 'stream'",
+    "temperature": "the key 'temperature'",
+    "seed": "the keys 'seed' and 'seed_mode'",
+    "max_tokens": "the key 'max_tokens_default'",
+    "max_completion_tokens": "the key 'max_tokens_default'",
+    "max_output_tokens": "the key 'max_tokens_default'",
+}
+
 _POSITIVE_NUMBER = {"type": "number", "exclusiveMinimum": 0}
 _MODEL_MAP_INT = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}}
 _MODEL_MAP_NUM = {"type": "object", "additionalProperties": _POSITIVE_NUMBER}
@@ -38,6 +58,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         # A model listed twice would send every request twice, and its report would count the copies as retries.
         "models": {**_STRINGS, "minItems": 1, "uniqueItems": True},
         "suites": _STRINGS,
+        "categories": _STRINGS,
         "tests": _STRINGS,
         "epochs": {"type": "integer", "minimum": 1},
         "concurrency": {"type": "integer", "minimum": 1},
@@ -52,11 +73,14 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "retry_after_max": {"type": "number", "minimum": 0},
         "temperature": {"type": ["number", "null"], "minimum": 0},
         "seed": {"type": ["integer", "null"]},
+        "seed_mode": {"enum": list(SEED_MODES)},
+        "params": {"type": "object"},
         "max_tokens_default": {"type": ["integer", "null"], "minimum": 1},
         "stream": {"type": "boolean"},
         "api": {"enum": list(APIS)},
         "test_api": {"type": "object", "additionalProperties": {"enum": list(APIS)}},
         "out": {"type": "string", "minLength": 1},
+        "catalog": {"type": "string", "minLength": 1},
         "proxy": {"type": ["string", "null"], "pattern": "^https?://"},
         "progress_every": {"type": "integer", "minimum": 1},
     },
@@ -69,6 +93,7 @@ class RecordConfig:
     api_key: str | None = field(default=None, repr=False)
     models: list[str] = field(default_factory=list)
     suites: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
     tests: list[str] = field(default_factory=list)
     epochs: int = 1
     concurrency: int = 8
@@ -85,13 +110,24 @@ class RecordConfig:
     retry_after_max: float = 30.0
     temperature: float | None = None
     seed: int | None = None
-    max_tokens_default: int | None = 1024
+    seed_mode: str = "per-epoch"
+    # Request fields sent with every request of the run, under each test's own params (a test's value wins).
+    params: dict[str, Any] = field(default_factory=dict)
+    # Why 4096 and not the Go seed's 40000: docs/record.md, "Defaults and why".
+    max_tokens_default: int | None = 4096
     stream: bool = True
     api: str = "chat"
     test_api: dict[str, str] = field(default_factory=dict)  # test id -> api, over `api`
     out: str = "cassettes"
+    catalog: str | None = None  # a catalog folder (suites; fixtures beside them), else the built-in one; --catalog
     proxy: str | None = None
     progress_every: int = 25
+
+    def seed_for(self, epoch: int) -> int | None:
+        """The seed epoch `epoch` sends (None: not sent)."""
+        if self.seed is None:
+            return None
+        return self.seed if self.seed_mode == "fixed" else self.seed + epoch
 
     def api_for(self, test_id: str) -> str:
         return self.test_api.get(test_id, self.api)
@@ -151,7 +187,18 @@ def load_config_file(path: Path) -> dict[str, Any]:
     if errors:
         err = errors[0]
         raise BenchError(f"{path}: field '{_field_path(err)}': {_describe(err)}")
+    check_params(data.get("params") or {}, str(path))
+    if "catalog" in data:
+        # Relative to the file, as `bench init --with-tasks` writes it: the same run from any working directory.
+        data["catalog"] = str(path.parent / data["catalog"])
     return data
+
+
+def check_params(params: Mapping[str, Any], where: str) -> None:
+    """Run-wide request params may set any field but those the run or the catalog decide (one line naming it)."""
+    for key in params:
+        if key in RESERVED_PARAMS:
+            raise BenchError(f"{where}: field 'params.{key}': set by {RESERVED_PARAMS[key]}, not by params")
 
 
 def build_config(
@@ -186,3 +233,6 @@ def check_ready(cfg: RecordConfig) -> None:
         raise BenchError("no upstream: pass --upstream URL or set 'upstream' in bench.yaml (or run `bench demo`)")
     if not cfg.models:
         raise BenchError("no models: pass --model M (repeatable) or set 'models' in bench.yaml")
+    if cfg.seed_mode not in SEED_MODES:
+        raise BenchError(f"seed_mode {cfg.seed_mode!r}: choose {' or '.join(SEED_MODES)}")
+    check_params(cfg.params, "params")

@@ -109,10 +109,13 @@ def request_body(job: Job, messages: list[Mapping[str, Any]], cfg: RecordConfig)
         body["tools"] = list(test.tools)
     if cfg.temperature is not None:
         body["temperature"] = cfg.temperature
-    if cfg.seed is not None:
-        # A different seed per epoch: repeats must be independent samples, not one answer recorded N times.
-        body["seed"] = cfg.seed + job.epoch
-    params = dict(test.params)
+    seed = cfg.seed_for(job.epoch)
+    if seed is not None:
+        # per-epoch (seed + epoch): repeats are independent samples; fixed: the same seed N times, to see whether
+        # the backend answers the same (docs/record.md, "Seeds").
+        body["seed"] = seed
+    # The run's params first, the test's own over them: a test that needs a value keeps it.
+    params = {**cfg.params, **test.params}
     key = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
     wanted = params.pop(key, None)
     body.update(params)

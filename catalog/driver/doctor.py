@@ -11,6 +11,7 @@ import orjson
 
 from bench.catalog.driver.client import OK, post_chat
 from bench.catalog.driver.preflight import PROBE_TIMEOUT, api_base, auth_headers, list_models
+from bench.catalog.driver.server_info import read_server, summary
 from bench.core.errors import BenchError
 
 WEATHER_TOOL = {
@@ -48,6 +49,8 @@ async def diagnose(upstream: str, api_key: str | None, model: str | None) -> lis
             checks.append(Check("models list", False, "no usable /v1/models (gateway may not list models)", False))
         else:
             checks.append(Check("models list", True, f"{len(served)} models: {', '.join(served[:5])}"))
+        info = await read_server(upstream, api_key, [model] if model else [])
+        checks.append(Check("server", info.engine is not None, "; ".join(summary(info)), False))
         model = model or (served[0] if served else None)
         if model is None:
             checks.append(Check("streaming call", False, "no model to try; pass --model"))

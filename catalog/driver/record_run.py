@@ -24,6 +24,7 @@ from bench.catalog.driver.limiter import Limiter
 from bench.catalog.driver.preflight import api_base, preflight
 from bench.catalog.driver.progress import Quiet, Reporter
 from bench.catalog.driver.resume import missing_jobs, read_run
+from bench.catalog.driver.server_info import read_server
 from bench.catalog.model import Catalog, TestSpec
 from bench.core.cassette.records import RunMeta
 from bench.core.errors import BenchError
@@ -61,9 +62,13 @@ def select_tests(catalog: Catalog, cfg: RecordConfig) -> list[TestSpec]:
     bad = [s for s in cfg.suites if s not in suites]
     if bad:
         raise BenchError(f"unknown suite(s): {', '.join(bad)}; known suites: {', '.join(sorted(suites))}")
-    tests = catalog.select(cfg.suites or None, cfg.tests or None)
+    categories = {t.category for t in catalog.tests.values()}
+    bad = [c for c in cfg.categories if c not in categories]
+    if bad:
+        raise BenchError(f"unknown categor(y/ies): {', '.join(bad)}; known: {', '.join(sorted(categories))}")
+    tests = catalog.select(cfg.suites or None, cfg.tests or None, cfg.categories or None)
     if not tests:
-        raise BenchError("no tests selected; check --suite and --tests")
+        raise BenchError("no tests selected; check --suite, --category and --tests (a test must match all three)")
     _sandbox_ready(tests)
     return tests
 
@@ -172,11 +177,14 @@ async def record(
     if cfg.proxy is None:
         from bench.proxy import start_proxy
 
+        # What serves the run, as the engine describes itself: stored in the header, compared by `bench compare`.
+        server = await read_server(target, cfg.api_key, cfg.models)
         proxy = await start_proxy(
             upstream=cfg.upstream,
             cassettes=out,
             mode="record",
             run=run_metadata(run_id, cfg, catalog, tests, resumed_from),
+            server=server,
             upstream_key=cfg.api_key,
             idle_timeout=cfg.idle_timeout + PROXY_IDLE_GRACE_S if cfg.stream else None,
         )

@@ -84,6 +84,15 @@ class Catalog:
     hash: str
     root: Path
 
-    def select(self, suites: list[str] | None = None, ids: list[str] | None = None) -> list[TestSpec]:
-        chosen = [t for t in self.tests.values() if (not suites or t.suite in suites) and (not ids or t.id in ids)]
+    def select(
+        self, suites: list[str] | None = None, ids: list[str] | None = None, categories: list[str] | None = None
+    ) -> list[TestSpec]:
+        """The tests in any of `suites` and any of `categories` (each filter off when empty), or named in `ids`."""
+        chosen = [
+            t
+            for t in self.tests.values()
+            if (not suites or t.suite in suites)
+            and (not categories or t.category in categories)
+            and (not ids or t.id in ids)
+        ]
         return sorted(chosen, key=lambda t: t.id)

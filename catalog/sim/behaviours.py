@@ -162,6 +162,20 @@ def _wrong_tool(req: SimRequest, reply: Reply) -> Reply:
     return Reply(tool_calls=(SimCall(tool["function"]["name"], dumps(example_arguments(tool))),))
 
 
+# What a model calls when it reaches for a tool it was not offered: a shell is the usual one.
+UNKNOWN_TOOL = "run_shell"
+
+
+@flawed("flawed-unknown-tool")
+def _unknown_tool(req: SimRequest, reply: Reply) -> Reply:
+    if not reply.tool_calls:
+        return reply
+    first, *rest = reply.tool_calls
+    offered = set(req.tool_names)
+    name = next(n for n in (UNKNOWN_TOOL, *(f"{UNKNOWN_TOOL}_{i}" for i in range(2, 99))) if n not in offered)
+    return Reply(tool_calls=(SimCall(name, first.arguments), *rest))
+
+
 @flawed("flawed-call-limit")
 def _call_limit(req: SimRequest, reply: Reply) -> Reply:
     test = req.test

@@ -15,10 +15,11 @@ import orjson
 from bench.scorer.caveats import MAX_TOKENS, NO_FINISH, REPLAYED, CaveatTally, result_flags
 from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.report.cost import Cost, CostTally, Prices
-from bench.scorer.report.latency import Timing, TimingTally
+from bench.scorer.report.latency import Timing, TimingTally, distribution, task_seconds
 from bench.scorer.report.load import Scores, Stream, paused_gc
 from bench.scorer.report.stats import pass_at_k, pass_hat_k, wilson
 from bench.scorer.report.traffic import Traffic, TrafficTally
+from bench.scorer.report.value_counts import ValueCounts, median
 from bench.scorer.results import Meta, Result, TrafficLine
 
 STATUSES = ("scored", "errored", "skipped", "stale", "unknown")
@@ -90,6 +91,38 @@ class ModelSettings:
     served_models: list[str]
     system_fingerprints: list[str]
     settings: dict[str, list[str]]  # setting name -> distinct values, JSON-encoded
+    # How the seeds sent relate to the epochs (docs/record.md, "Seeds"): "fixed" (one seed), "per-epoch" (seed +
+    # epoch, one base), "varied" (neither), None (no seed sent).
+    seed_mode: str | None = None
+    seed_base: int | None = None  # the fixed seed, or the per-epoch base (the seed of epoch 0)
+
+
+@dataclass
+class TaskTime:
+    """Wall time per result (a task: every turn, tool runs included), in seconds; multi-turn results apart."""
+
+    model: str
+    results: int
+    median_s: float | None
+    p90_s: float | None
+    max_s: float | None
+    multi_turn: int
+    multi_turn_median_s: float | None
+    multi_turn_p90_s: float | None
+
+
+@dataclass
+class CallsRow:
+    """A model's tool calls against the reference solutions', over its tool-using results."""
+
+    model: str
+    results: int
+    same: int
+    more: int
+    fewer: int
+    different: int
+    made: int  # calls made, all results together
+    reference: int  # calls the references make
 
 
 @dataclass
@@ -103,6 +136,59 @@ class CassetteRow:
 
 
 @dataclass
+class ServerRow:
+    """One served model as its engine described it at record time (a cassette header's `server`)."""
+
+    cassette: str
+    engine: str | None
+    version: str | None
+    model: str
+    context_length: int | None
+    trained_context: int | None
+    quantization: str | None
+    parameters: str | None
+    kv_cache_type: str | None
+    file: str | None
+
+    def facts(self) -> dict[str, str]:
+        """What tells two backends apart, in words (compare's "the backend changed" warning)."""
+        named = {
+            "engine": self.engine,
+            "version": self.version,
+            "context": self.context_length,
+            "quantization": self.quantization,
+            "parameters": self.parameters,
+            "KV cache": self.kv_cache_type,
+            "file": self.file,
+        }
+        return {k: str(v) for k, v in named.items() if v is not None}
+
+
+def server_rows(meta: Meta) -> list[ServerRow]:
+    rows = []
+    for c in meta.cassettes:
+        server = c.server
+        if server is None:
+            continue
+        for m in server.models:
+            rows.append(
+                ServerRow(
+                    c.path,
+                    server.engine,
+                    server.version,
+                    m.id,
+                    m.context_length,
+                    m.trained_context,
+                    m.quantization,
+                    m.parameters,
+                    m.kv_cache_type,
+                    m.file,
+                )
+            )
+    return rows
+
+
+@dataclass
 class RunInfo:
     bench_version: str | None
     scorer_version: str | None
@@ -112,6 +198,7 @@ class RunInfo:
     evaluators: dict[str, int]
     budgets: dict[str, int | float | None]
     cassettes: list[CassetteRow]
+    servers: list[ServerRow] = field(default_factory=list)  # what served each model, per cassette
 
 
 @dataclass
@@ -131,6 +218,8 @@ class Report:
     cost: Cost | None = None  # with a price table (bench report --prices)
     # Models whose timing includes exchanges a replaying proxy served: replayed from a recording, not measured.
     replayed_timing: list[str] = field(default_factory=list)
+    tasks: list[TaskTime] = field(default_factory=list)
+    calls: list[CallsRow] = field(default_factory=list)
 
 
 def build(scores: Scores | Stream, prices: Prices | None = None) -> Report:
@@ -193,6 +282,8 @@ class ReportTally:
             traffic=self.traffic.finish(),
             cost=self.cost.finish() if self.cost is not None else None,
             replayed_timing=[m for m in models if self.caveats.per_model[m][REPLAYED]],
+            tasks=[scans[m].tasks for m in models if scans[m].tasks.results],
+            calls=[scans[m].calls for m in models if scans[m].calls.results],
         )
         report.warnings = self.caveats.lines() + warnings(report, {m: scans[m].fingerprints for m in models})
         changes = report.traffic.fingerprint_changes
@@ -214,6 +305,9 @@ class Scan:
     reliability: Reliability
     settings: ModelSettings
     fingerprints: dict[str | None, list[str]]  # run -> distinct fingerprints, only where there were several
+    tasks: TaskTime
+    calls: CallsRow
+    decode_tokens_per_s: float | None  # median per exchange (see latency.Timing), also for untimed tallies
 
 
 def scan(model: str, results: Iterable[Result]) -> Scan:
@@ -236,9 +330,15 @@ class ModelTally:
         self.served: set[str] = set()
         self.fps: dict[str | None, set[str]] = defaultdict(set)
         self.encoded_settings: set[bytes] = set()
+        self.seeds: set[int] = set()
+        self.seed_bases: set[int] = set()  # seed - epoch: one value when every epoch sent seed + epoch
         self.results = self.attempts = self.retries = self.retried = self.errored = self.failed = 0
         self.max_tokens = self.no_finish = 0
         self.timing = TimingTally()
+        # Kept even untimed (a comparison): one value per result or exchange, not the ITL gaps.
+        self.task_us, self.multi_turn_us, self.decode = ValueCounts(), ValueCounts(), ValueCounts()
+        self.call_verdicts: Counter[str] = Counter()
+        self.calls_made = self.calls_reference = 0
 
     def add(self, result: Result) -> None:
         self.results += 1
@@ -265,11 +365,27 @@ class ModelTally:
                 self.failed += 1
             if self.timed:
                 self.timing.add(ex)
+            if ex.tpot_us:
+                self.decode.add(1e6 / ex.tpot_us)
         if result.served_model:
             self.served.add(str(result.served_model))
         if result.system_fingerprint:
             self.fps[result.run].add(str(result.system_fingerprint))
         self.encoded_settings.add(orjson.dumps(result.settings or {}, option=orjson.OPT_SORT_KEYS))
+        wall = task_seconds(result.exchanges or ())
+        if wall is not None:
+            self.task_us.add(round(wall * 1e6))
+            if len({ex.turn for ex in result.exchanges}) > 1:
+                self.multi_turn_us.add(round(wall * 1e6))
+        calls = result.calls
+        if calls is not None and status in ("scored", "errored"):
+            self.call_verdicts[calls.verdict] += 1
+            self.calls_made += calls.made
+            self.calls_reference += calls.reference
+        seed = (result.settings or {}).get("seed")
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            self.seeds.add(seed)
+            self.seed_bases.add(seed - int(result.epoch or 0))
 
     def finish(self, model: str) -> Scan:
         groups: dict[tuple[str, str], Counts] = defaultdict(Counts)
@@ -311,10 +427,56 @@ class ModelTally:
                 self.no_finish,
             ),
             settings=ModelSettings(
-                model, sorted(self.served), all_fps, {key: _distinct(vals) for key, vals in sorted(values.items())}
+                model,
+                sorted(self.served),
+                all_fps,
+                {key: _distinct(vals) for key, vals in sorted(values.items())},
+                *seed_mode(self.seeds, self.seed_bases),
             ),
             fingerprints={run: sorted(f) for run, f in fps.items() if len(f) > 1},
+            tasks=self._tasks(model),
+            decode_tokens_per_s=median(*rates) if (rates := self.decode.sorted())[1].size else None,
+            calls=CallsRow(
+                model,
+                sum(self.call_verdicts.values()),
+                same=self.call_verdicts["same"],
+                more=self.call_verdicts["more"],
+                fewer=self.call_verdicts["fewer"],
+                different=self.call_verdicts["different"],
+                made=self.calls_made,
+                reference=self.calls_reference,
+            ),
         )
+
+    def _tasks(self, model: str) -> TaskTime:
+        every, multi = distribution(self.task_us), distribution(self.multi_turn_us)
+
+        def seconds(ms: float | None) -> float | None:
+            return None if ms is None else ms / 1000.0
+
+        top = self.task_us.sorted()[0]
+        return TaskTime(
+            model,
+            every.count,
+            seconds(every.p50),
+            seconds(every.p90),
+            float(top[-1]) / 1e6 if top.size else None,
+            multi.count,
+            seconds(multi.p50),
+            seconds(multi.p90),
+        )
+
+
+def seed_mode(seeds: set[int], bases: set[int]) -> tuple[str | None, int | None]:
+    """The seed mode the recorded seeds show: one seed is fixed; several, each epoch's seed + epoch from one base, is
+    per-epoch (the driver's own varied seed, not a setting that changed); anything else varied."""
+    if not seeds:
+        return None, None
+    if len(seeds) == 1:
+        return "fixed", next(iter(seeds))
+    if len(bases) == 1:
+        return "per-epoch", next(iter(bases))
+    return "varied", None
 
 
 def k_values(max_n: int) -> list[int]:
@@ -369,6 +531,7 @@ def run_info(meta: Meta) -> RunInfo:
         evaluators=dict(meta.evaluators),
         budgets={"max_tokens": meta.budgets.max_tokens, "deadline_s": meta.budgets.deadline_s},
         cassettes=cassettes,
+        servers=server_rows(meta),
     )
 
 
@@ -383,6 +546,8 @@ def warnings(report: Report, fingerprints: dict[str, dict[str | None, list[str]]
             )
     for s in report.settings:
         for key, vals in s.settings.items():
+            if key == "seed" and s.seed_mode == "per-epoch":
+                continue  # seed + epoch by design (bench record's per-epoch mode): not a setting that changed
             if key != "stream" and len(vals) > 1:
                 out.append(f"{s.model}: {key} varied within the run ({', '.join(vals)})")
     info = report.run

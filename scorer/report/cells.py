@@ -33,3 +33,12 @@ def ms(value: float | None) -> str:
 
 def triple(dist: Dist) -> str:
     return "–" if not dist.count else f"{ms(dist.p50)} / {ms(dist.p90)} / {ms(dist.p99)}"
+
+
+def rate(value: float | None) -> str:
+    """Tokens per second."""
+    return "–" if value is None else f"{value:.1f}"
+
+
+def seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}" if value < 10 else f"{value:.1f}"

@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 
 from bench.scorer.caveats import CaveatTally
-from bench.scorer.report.aggregate import ModelSettings, ModelTally, run_info
+from bench.scorer.report.aggregate import CallsRow, ModelSettings, ModelTally, ServerRow, run_info
 from bench.scorer.report.load import Scores, Stream
 from bench.scorer.report.stats import mcnemar_exact, paired_bootstrap
 from bench.scorer.results import Meta, Result
@@ -74,6 +74,7 @@ class Comparison:
     only_a: int
     only_b: int
     warnings: list[str] = field(default_factory=list)
+    speed: list[SpeedRow] = field(default_factory=list)  # per model: decode speed, seconds per task, tool calls
 
     @property
     def significant_regression(self) -> bool:
@@ -107,6 +108,23 @@ class Side:
     duplicates: int
     settings: dict[str, ModelSettings]  # per model
     caveats: list[str] = field(default_factory=list)  # bench.scorer.caveats: what the numbers cannot show
+    speed: dict[str, ModelSpeed] = field(default_factory=dict)  # per model
+
+
+@dataclass
+class ModelSpeed:
+    """What a comparison shows of a model's speed and tool use, beside pass rates."""
+
+    decode_tokens_per_s: float | None
+    task_median_s: float | None
+    calls: CallsRow
+
+
+@dataclass
+class SpeedRow:
+    model: str
+    a: ModelSpeed | None
+    b: ModelSpeed | None
 
 
 def side(scores: Scores | Stream) -> Side:
@@ -135,9 +153,11 @@ def side(scores: Scores | Stream) -> Side:
         if tally is None:
             tally = tallies[key[0]] = ModelTally(timed=False)
         tally.add(result)
-    settings = {model: tally.finish(model).settings for model, tally in tallies.items()}
+    scans = {model: tally.finish(model) for model, tally in tallies.items()}
+    settings = {model: scan.settings for model, scan in scans.items()}
+    speed = {m: ModelSpeed(x.decode_tokens_per_s, x.tasks.median_s, x.calls) for m, x in scans.items()}
     return Side(
-        scores.source, scores.base, scores.remote_base, scores.meta, index, duplicates, settings, caveats.lines()
+        scores.source, scores.base, scores.remote_base, scores.meta, index, duplicates, settings, caveats.lines(), speed
     )
 
 
@@ -212,6 +232,7 @@ def compare(first: Scores | Stream | Side, second: Scores | Stream | Side) -> Co
         only_a=len(set(ia) - set(ib)),
         only_b=len(set(ib) - set(ia)),
         warnings=warnings,
+        speed=[SpeedRow(m, a.speed.get(m), b.speed.get(m)) for m in sorted(set(a.speed) | set(b.speed))],
     )
     for d in deltas:
         d.significant = d.p_value < comparison.threshold
@@ -282,7 +303,37 @@ def like_for_like(a: Side, b: Side) -> list[str]:
         if any(c.truncated or c.interrupted for c in run.meta.cassettes):
             out.append(f"{name} is an interrupted run: its missing tests are not regressions")
     out.extend(model_warnings(a, b))
+    out.extend(server_warnings(ra.servers, rb.servers))
     return out
+
+
+def server_warnings(a: list[ServerRow], b: list[ServerRow]) -> list[str]:
+    """Per model served on both sides, each fact of its server (engine, version, context, quantization...) that
+    differs: two runs of one model name on different quantizations or engines are not the same backend."""
+    out = []
+    by_a: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    by_b: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for rows, into in ((a, by_a), (b, by_b)):
+        for row in rows:
+            for key, value in row.facts().items():
+                into[row.model][key].add(value)
+    for model in sorted(set(by_a) & set(by_b)):
+        fa, fb = by_a[model], by_b[model]
+        changed = [
+            f"{key} {', '.join(sorted(fa.get(key, ()))) or '–'} -> {', '.join(sorted(fb.get(key, ()))) or '–'}"
+            for key in sorted(set(fa) | set(fb))
+            if fa.get(key) != fb.get(key)
+        ]
+        if changed:
+            out.append(f"{model}: the backend changed between runs ({'; '.join(changed)})")
+    return out
+
+
+SEEDED = ("fixed", "per-epoch")
+
+
+def _seed_words(s: ModelSettings) -> str:
+    return f"{s.seed_base} ({s.seed_mode})"
 
 
 def model_warnings(a: Side, b: Side) -> list[str]:
@@ -294,6 +345,9 @@ def model_warnings(a: Side, b: Side) -> list[str]:
         sa, sb = by_a[model], by_b[model]
         for key in sorted(set(sa.settings) | set(sb.settings)):
             va, vb = sa.settings.get(key, []), sb.settings.get(key, [])
+            if key == "seed" and sa.seed_mode in SEEDED and sb.seed_mode in SEEDED:
+                # Per-epoch seeds differ with the epoch count alone: the mode and its base are what was chosen.
+                va, vb = [_seed_words(sa)], [_seed_words(sb)]
             if va != vb:
                 what = "seed" if key == "seed" else f"sampling setting {key}"
                 out.append(f"{model}: {what} differs (A {', '.join(va) or '–'}, B {', '.join(vb) or '–'})")

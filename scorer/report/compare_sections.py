@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bench.scorer.report.cells import Section, pct
-from bench.scorer.report.compare import Change, Comparison
+from bench.scorer.report.cells import Section, pct, rate, seconds
+from bench.scorer.report.compare import Change, Comparison, ModelSpeed
 
 MAX_CHANGES = 50
 
@@ -42,6 +42,32 @@ def change_section(changes: list[Change], title: str) -> Section:
     return Section(title, ["model", "test", "epoch", "change", "failure", "see the exchanges"], rows, notes, {2})
 
 
+def _speed_cells(side: ModelSpeed | None) -> list[str]:
+    if side is None:
+        return ["–"] * 3
+    c = side.calls
+    calls = "–" if not c.results else f"{c.same}/{c.more}/{c.fewer}/{c.different}"
+    return [rate(side.decode_tokens_per_s), seconds(side.task_median_s), calls]
+
+
+def speed_section(comparison: Comparison) -> Section:
+    rows = []
+    for row in comparison.speed:
+        a, b = _speed_cells(row.a), _speed_cells(row.b)
+        rows.append([row.model, a[0], b[0], a[1], b[1], a[2], b[2]])
+    return Section(
+        "Speed and tool calls",
+        ["model", "decode tok/s A", "decode tok/s B", "task p50 s A", "task p50 s B", "calls A", "calls B"],
+        rows,
+        notes=[
+            "decode tok/s: median per exchange of (output tokens - 1) / (E2EL - TTFT); task: a result's wall time, "
+            "every turn included; calls: tool-using results whose calls were the same as the reference's / more / "
+            "fewer / as many to other tools."
+        ],
+        numeric={1, 2, 3, 4},
+    )
+
+
 def sections(comparison: Comparison) -> list[Section]:
     summary = Section(
         "Comparison",
@@ -61,6 +87,7 @@ def sections(comparison: Comparison) -> list[Section]:
         summary,
         delta_section(comparison, "overall", "Change per model"),
         delta_section(comparison, "category", "Change per category"),
+        speed_section(comparison),
         change_section(comparison.regressions, "Regressions (pass → fail)"),
         change_section(comparison.improvements, "Improvements (fail → pass)"),
     ]

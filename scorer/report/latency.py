@@ -51,8 +51,11 @@ class Timing:
     e2el_ms: Dist
     output_tokens: int
     tokens_counted: int  # exchanges whose token count was counted from the stream, not read from usage
-    tokens_per_s_median: float | None  # median over exchanges of output_tokens / E2EL
+    tokens_per_s_median: float | None  # median over exchanges of output_tokens / E2EL ("E2E tok/s")
     tokens_per_s_pooled: float | None  # sum(output_tokens) / sum(E2EL): one sequential stream's throughput
+    # Decode speed, the rate a server is said to serve at: (output tokens - 1) / (E2EL - TTFT) = 1 / TPOT, the first
+    # token and the wait for it left out; median over streamed exchanges of at least two tokens.
+    decode_tokens_per_s_median: float | None = None
     # The recording proxy's longest event-loop stall per exchange (exchanges that carry it): how late its stamps
     # of the reads may be. See LOOP_LAG_WARN_MS.
     loop_lag_ms: Dist = field(default_factory=Dist)
@@ -121,6 +124,7 @@ class TimingTally:
 
     __slots__ = (
         "counted",
+        "decode",
         "e2el",
         "itl",
         "lags",
@@ -136,7 +140,7 @@ class TimingTally:
 
     def __init__(self) -> None:
         self.ttft, self.tpot, self.itl, self.e2el = ValueCounts(), ValueCounts(), ValueCounts(), ValueCounts()
-        self.lags, self.tokens_per_s = ValueCounts(), ValueCounts()
+        self.lags, self.tokens_per_s, self.decode = ValueCounts(), ValueCounts(), ValueCounts()
         self.seconds = ExactSum()
         self.n = self.streamed = self.counted = self.tokens = self.measured_tokens = 0
 
@@ -152,6 +156,8 @@ class TimingTally:
         per_token = ex.tpot_us
         if per_token is not None:
             self.tpot.add(per_token)
+            if per_token > 0:
+                self.decode.add(1e6 / per_token)
         gaps = ex.itl_us
         if gaps:
             self.itl.extend(gaps)
@@ -172,6 +178,7 @@ class TimingTally:
     def finish(self) -> Timing:
         rates = self.tokens_per_s.sorted()
         measured = rates[1].size > 0
+        decode = self.decode.sorted()
         return Timing(
             exchanges=self.n,
             streamed=self.streamed,
@@ -184,4 +191,21 @@ class TimingTally:
             tokens_per_s_median=median(*rates) if measured else None,
             tokens_per_s_pooled=self.seconds.ratio_to(self.measured_tokens) if measured else None,
             loop_lag_ms=distribution(self.lags),
+            decode_tokens_per_s_median=median(*decode) if decode[1].size else None,
         )
+
+
+def task_seconds(exchanges: Iterable[ExchangeScore]) -> float | None:
+    """A result's wall time: its first exchange's start to its last exchange's end, every turn and attempt, tool
+    runs and the client's time between turns included. None when the exchanges carry no wall-clock times."""
+    first = last = None
+    for ex in exchanges:
+        start = ex.started_us
+        if start is None:
+            continue
+        end = start + (ex.end_us or ex.e2el_us or 0)
+        first = start if first is None else min(first, start)
+        last = end if last is None else max(last, end)
+    if first is None or last is None:
+        return None
+    return (last - first) / 1e6

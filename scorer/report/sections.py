@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.scorer.report.aggregate import Report
-from bench.scorer.report.cells import Section, interval, ms, pct, triple
+from bench.scorer.report.cells import Section, interval, ms, pct, rate, seconds, triple
 from bench.scorer.report.cost_sections import cost_sections
 from bench.scorer.report.latency import LOOP_LAG_WARN_MS
 from bench.scorer.report.traffic_sections import traffic_sections
@@ -92,13 +92,15 @@ def timing_section(report: Report) -> Section:
                 triple(t.tpot_ms) + mark,
                 triple(t.itl_ms),
                 triple(t.e2el_ms),
-                (f"{t.tokens_per_s_median:.1f}" if t.tokens_per_s_median is not None else "–") + mark,
+                rate(t.decode_tokens_per_s_median) + mark,
+                rate(t.tokens_per_s_median) + mark,
             ]
         )
     notes = [
         "Milliseconds, p50 / p90 / p99. TTFT: first event with choices; ITL: every gap between such events, pooled; "
         "TPOT: (E2EL - TTFT) / (output tokens - 1); E2EL: request to last token event. "
-        "tok/s: median of output tokens / E2EL per exchange."
+        "decode tok/s: median per exchange of (output tokens - 1) / (E2EL - TTFT), the speed the server streams at "
+        "(1 / TPOT); E2E tok/s: median per exchange of output tokens / E2EL, the wait for the first token included."
     ]
     if marked:
         notes.append("* some token counts were counted from the stream (no usage in the response), not reported.")
@@ -110,10 +112,62 @@ def timing_section(report: Report) -> Section:
     notes.extend(loop_lag_warnings(report))
     return Section(
         "Timing",
-        ["model", "streamed", "TTFT ms", "TPOT ms", "ITL ms", "E2EL ms", "tok/s"],
+        ["model", "streamed", "TTFT ms", "TPOT ms", "ITL ms", "E2EL ms", "decode tok/s", "E2E tok/s"],
         rows,
         notes,
-        numeric={1, 2, 3, 4, 5, 6},
+        numeric={1, 2, 3, 4, 5, 6, 7},
+    )
+
+
+def task_section(report: Report) -> Section:
+    rows = [
+        [
+            t.model,
+            str(t.results),
+            seconds(t.median_s),
+            seconds(t.p90_s),
+            seconds(t.max_s),
+            str(t.multi_turn),
+            seconds(t.multi_turn_median_s),
+            seconds(t.multi_turn_p90_s),
+        ]
+        for t in report.tasks
+    ]
+    return Section(
+        "Seconds per task",
+        ["model", "results", "p50 s", "p90 s", "max s", "multi-turn", "multi-turn p50 s", "multi-turn p90 s"],
+        rows,
+        notes=[
+            "Wall time of each result: its first request sent to its last response read, every turn, retry and tool "
+            "run between them included. Multi-turn: results of more than one turn."
+        ],
+        numeric=set(range(1, 8)),
+    )
+
+
+def calls_section(report: Report) -> Section:
+    rows = [
+        [
+            c.model,
+            str(c.results),
+            str(c.same),
+            str(c.more),
+            str(c.fewer),
+            str(c.different),
+            f"{c.made / c.results:.2f}",
+            f"{c.reference / c.results:.2f}",
+        ]
+        for c in report.calls
+    ]
+    return Section(
+        "Tool calls against the reference",
+        ["model", "results", "same", "more", "fewer", "different", "calls/result", "reference calls/result"],
+        rows,
+        notes=[
+            "Tool-using tests, final attempts: more or fewer calls than the test's reference solution, or as many "
+            "to other tools (different). `bench view` lists each result's missing and extra calls."
+        ],
+        numeric=set(range(1, 8)),
     )
 
 
@@ -175,9 +229,39 @@ def reliability_section(report: Report) -> Section:
 def settings_section(report: Report) -> Section:
     rows = []
     for s in report.settings:
-        settings = "; ".join(f"{k}={', '.join(v)}" for k, v in s.settings.items()) or "–"
+        shown = {k: ", ".join(v) for k, v in s.settings.items()}
+        if s.seed_mode in ("fixed", "per-epoch") and "seed" in shown:
+            shown["seed"] = f"{s.seed_base} (fixed)" if s.seed_mode == "fixed" else f"{s.seed_base} + epoch (per-epoch)"
+        settings = "; ".join(f"{k}={v}" for k, v in shown.items()) or "–"
         rows.append([s.model, ", ".join(s.served_models) or "–", ", ".join(s.system_fingerprints) or "–", settings])
     return Section("Models and settings", ["requested model", "served model", "system fingerprint", "settings"], rows)
+
+
+def server_section(report: Report) -> Section:
+    def cell(value: object) -> str:
+        return "–" if value is None else str(value)
+
+    rows = [
+        [
+            s.model,
+            f"{cell(s.engine)} {s.version or ''}".strip(),
+            cell(s.context_length),
+            cell(s.trained_context),
+            cell(s.quantization),
+            cell(s.parameters),
+            cell(s.kv_cache_type),
+            cell(s.file),
+            s.cassette,
+        ]
+        for s in report.run.servers
+        if s.facts()  # a server that described nothing (a hosted API, the simulator) has no row to show
+    ]
+    return Section(
+        "Server",
+        ["model", "engine", "context", "trained context", "quantization", "parameters", "KV cache", "file", "cassette"],
+        rows,
+        notes=["As the serving engine described itself when the run was recorded (docs/record.md)."],
+    )
 
 
 def sections(report: Report) -> list[Section]:
@@ -191,8 +275,11 @@ def sections(report: Report) -> list[Section]:
         flaky_section(report),
         failure_section(report),
         timing_section(report),
+        task_section(report),
+        calls_section(report),
         reliability_section(report),
         settings_section(report),
+        server_section(report),
     ]
 
     all_sections.extend(cost_sections(report.cost))

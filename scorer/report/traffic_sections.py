@@ -45,6 +45,7 @@ def traffic_sections(t: Traffic) -> list[Section]:
         )
         tm = r.timing
         tok_s = f"{tm.tokens_per_s_median:.1f}{mark}" if tm.tokens_per_s_median is not None else "–"
+        decode = f"{tm.decode_tokens_per_s_median:.1f}{mark}" if tm.decode_tokens_per_s_median is not None else "–"
         timing_rows.append(
             [
                 r.endpoint,
@@ -55,6 +56,7 @@ def traffic_sections(t: Traffic) -> list[Section]:
                 triple(tm.tpot_ms) + (mark if tm.tpot_ms.count else ""),
                 triple(tm.itl_ms),
                 triple(tm.e2el_ms),
+                decode,
                 tok_s,
             ]
         )
@@ -92,13 +94,25 @@ def traffic_sections(t: Traffic) -> list[Section]:
         ),
         Section(
             "Traffic timing",
-            ["endpoint", "requested model", "client", "streamed", "TTFT ms", "TPOT ms", "ITL ms", "E2EL ms", "tok/s"],
+            [
+                "endpoint",
+                "requested model",
+                "client",
+                "streamed",
+                "TTFT ms",
+                "TPOT ms",
+                "ITL ms",
+                "E2EL ms",
+                "decode tok/s",
+                "E2E tok/s",
+            ],
             timing_rows,
             [
                 "Milliseconds, p50 / p90 / p99, per docs/report.md's definitions for each API (Responses API: TTFT "
-                "is the first *.delta event of any output). Embeddings have E2EL only."
+                "is the first *.delta event of any output). Embeddings have E2EL only. decode tok/s: (output tokens "
+                "- 1) / (E2EL - TTFT), median per request; E2E tok/s: output tokens / E2EL, median per request."
             ],
-            numeric={3, 4, 5, 6, 7, 8},
+            numeric={3, 4, 5, 6, 7, 8, 9},
         ),
     ]
     if t.fingerprint_changes:

@@ -26,7 +26,7 @@ def test_demo_records_scores_and_says_what_next(
     shipped.mkdir()
     (shipped / "shipped.cassette").write_bytes(b"the shipped recording")
     monkeypatch.chdir(tmp_path)
-    assert main(["demo", "--quiet"]) == 0
+    assert main(["demo", "--quiet", "--epochs", "2"]) == 0
     assert [p.name for p in shipped.iterdir()] == ["shipped.cassette"]
     printed = capsys.readouterr().out
     (cassette,) = Path("runs/demo").glob("*.cassette")
@@ -53,6 +53,8 @@ def test_demo_records_scores_and_says_what_next(
     assert orjson.loads(capsys.readouterr().out)["source"] == str(cassette.with_suffix(".scores.jsonl"))
     index = open_index([Path("runs/demo")])
     assert [s.source for s in index.sources] == [str(cassette.with_suffix(".scores.jsonl"))]
+    # Two epochs send seeds 7 and 8 (per-epoch): the report names the mode and does not warn about its own seeds.
+    assert "seed=7 + epoch (per-epoch)" in printed and "seed varied" not in printed
 
 
 def test_demo_refuses_zero_epochs(tmp_path: Path) -> None:

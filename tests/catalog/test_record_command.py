@@ -108,3 +108,44 @@ async def test_a_stream_ended_by_the_idle_timeout_is_recorded_and_reported_as_a_
     lines = [orjson.loads(line) for line in (tmp_path / "c" / "scores.jsonl").read_bytes().splitlines()]
     (result,) = [line for line in lines if line["kind"] == "result"]
     assert (result["status"], result["failure_type"]) == ("errored", "timeout")
+
+
+async def _record_into(out: Path, sim_url: str, *flags: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench", "record", "--upstream", sim_url, "--model", "oracle", "--quiet",
+        "--out", str(out), *flags, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, stderr.decode()
+    return stdout.decode()
+
+
+def _sent(out: Path) -> list[tuple[str, int, int]]:
+    """(test, epoch, seed) of every catalog request recorded in the folder."""
+    import orjson
+
+    rows = []
+    for path in find_cassettes([out]):
+        for ex in CassetteReader(path):
+            if ex.tags.get("test"):
+                rows.append((ex.tags["test"], int(ex.tags["epoch"]), orjson.loads(ex.request.body)["seed"]))
+    return sorted(rows)
+
+
+async def test_category_selects_the_run_and_the_two_seed_modes_send_what_they_say(tmp_path: Path) -> None:
+    catalog = load_catalog(None)
+    wanted = sorted(t.id for t in catalog.tests.values() if t.category == "extraction" and t.suite == "extract")
+    assert wanted  # the filter has something to select, and the rest of the catalog to leave out
+    async with await start_sim(catalog=catalog) as sim:
+        fixed = await _record_into(
+            tmp_path / "fixed", sim.url, "--category", "extraction", "--epochs", "3", "--seed", "5"
+        )
+        per_epoch = await _record_into(
+            tmp_path / "per", sim.url, "--category", "extraction", "--suite", "extract", "--epochs", "2",
+            "--seed-per-epoch", "5",
+        )  # fmt: skip
+    assert f"{3 * len(wanted)}/{3 * len(wanted)} jobs" in fixed and f"{2 * len(wanted)}/" in per_epoch
+    # --seed: one seed for every request of every epoch (the determinism study).
+    assert _sent(tmp_path / "fixed") == sorted((t, e, 5) for t in wanted for e in range(3))
+    # --seed-per-epoch: epoch e sends seed + e.
+    assert _sent(tmp_path / "per") == sorted((t, e, 5 + e) for t in wanted for e in range(2))

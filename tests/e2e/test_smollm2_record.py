@@ -6,9 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from bench.core.cassette import find_cassettes, read_cassette
+from bench.core.parse import parse_exchange
 from bench.scorer.checked_catalog import load_catalog
 from bench.scorer.scores_io import read_scores
 
@@ -51,3 +53,29 @@ def test_record_and_rescore_against_smollm2(smollm2: str, tmp_path: Path) -> Non
     assert all(r.exchanges[-1].ttft_us is not None for r in results if r.status == "scored")
     failed = [r for r in results if r.status == "scored" and not r.passed]
     assert all(r.failure_type for r in failed), "every failure of the real model gets a type"
+
+
+def test_one_fixed_seed_at_temperature_zero_gives_the_same_answer_every_epoch(smollm2: str, tmp_path: Path) -> None:
+    """The determinism study llm-testbench users run: --seed N, temperature 0, N repeats. A single-slot llama.cpp
+    server on one thread answers the same request the same way, so every epoch's answer is the first's, and the report
+    names the seed mode instead of warning about it."""
+    config = tmp_path / "bench.yaml"
+    config.write_text("temperature: 0.0\nmax_tokens_default: 48\nconcurrency: 1\n")
+    rec = bench(
+        "record", "--config", str(config), "--upstream", smollm2.removesuffix("/v1"), "--model", "smollm2",
+        "--tests", "math.multiply,extract.email_address", "--epochs", "3", "--seed", "5",
+        "--out", str(tmp_path / "cas"), "--quiet", cwd=tmp_path,
+    )  # fmt: skip
+    assert rec.returncode == 0, rec.stderr
+    [cassette] = find_cassettes([tmp_path / "cas"])
+    _header, exchanges = read_cassette(cassette)
+    texts: dict[str, set[str]] = {}
+    for x in exchanges:
+        if x.tags.get("test"):
+            assert orjson.loads(x.request.body)["seed"] == 5  # every epoch: the one seed
+            texts.setdefault(x.tags["test"], set()).add(parse_exchange(x).content)
+    assert set(texts) == {"math.multiply", "extract.email_address"}
+    assert all(len(answers) == 1 for answers in texts.values()), texts
+    report = bench("report", str(tmp_path / "cas"), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "seed=5 (fixed)" in report.stdout and "seed varied" not in report.stdout

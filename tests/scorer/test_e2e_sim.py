@@ -22,6 +22,7 @@ EXPECTED = {
     "flawed-text-tool-call": "text_tool_call",
     "flawed-no-call": "no_call",
     "flawed-wrong-tool": "wrong_tool",
+    "flawed-unknown-tool": "unknown_tool",
     "flawed-call-limit": "call_limit",
     "flawed-patch-failed": "patch_failed",
     "flawed-bad-edit": "outcome_mismatch",
@@ -78,3 +79,24 @@ def test_each_flawed_profile_yields_exactly_its_failure_type(scored: list[Result
     wrong = {m: sorted(t) for m, t in types.items() if t != {EXPECTED[m]}}
     assert not wrong
     assert set(failed) == set(EXPECTED), "every profile fails at least one test"
+
+
+def test_calls_are_compared_with_the_reference_solution(scored: list[Result]) -> None:
+    tool_tests = {t.id for t in load_catalog(None).tests.values() if t.tools or t.workspace is not None}
+    oracle = {r.test: r.calls for r in scored if r.model == "oracle"}
+    # The oracle replays each reference: the same calls, test by test; tests without tools get no comparison.
+    assert {t for t, c in oracle.items() if c is not None} == tool_tests
+    assert {c.verdict for c in oracle.values() if c is not None} == {"same"}
+    by = {(r.model, r.test): r.calls for r in scored if r.calls is not None}
+    # The looping model calls more than the reference; the prose answerer fewer; a call to a tool never offered
+    # is as many calls to another tool.
+    loop = by[("flawed-call-limit", "agent.fix_mean")]
+    assert loop is not None and loop.verdict == "more" and loop.made > loop.reference == 3
+    silent = by[("flawed-no-call", "tools.weather_paris")]
+    assert silent is not None and (silent.verdict, silent.made, silent.missing) == ("fewer", 0, ["get_weather"])
+    unknown = by[("flawed-unknown-tool", "tools.weather_paris")]
+    assert unknown is not None and (unknown.verdict, unknown.missing, unknown.extra) == (
+        "different",
+        ["get_weather"],
+        ["run_shell"],
+    )

@@ -25,7 +25,9 @@ def test_written_and_read_back_with_or_without_the_exchanges(tmp_path: Path) -> 
     meta, results = read_scores(path)
     assert meta == META and [r.exchanges[0].itl_us for r in results] == [[5000, 6000]] * 2
     assert (
-        path.read_bytes().splitlines()[1].startswith(b'{"attempts":0,"cassette":"","catalog_test_hash":null,')
+        path.read_bytes()
+        .splitlines()[1]
+        .startswith(b'{"attempts":0,"calls":null,"cassette":"","catalog_test_hash":null,')
     )  # sorted
     _, slim = read_scores(path, exchanges=False)
     assert [(r.test, r.passed, r.exchanges) for r in slim] == [(t, True, []) for t in ("a", "b")]

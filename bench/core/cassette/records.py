@@ -83,6 +83,32 @@ class RunMeta(msgspec.Struct, gc=False):
     first_recorded_us: Epoch | msgspec.UnsetType = msgspec.UNSET  # a merged cassette: its oldest recording's time
 
 
+class ServedModel(msgspec.Struct, omit_defaults=True, gc=False):
+    """One model as the serving engine describes it (`header.server.models[]`); a field the engine does not say is
+    left out (None)."""
+
+    id: str = ""
+    context_length: int | None = None  # tokens per request the server was started with (n_ctx, max_model_len)
+    trained_context: int | None = None  # the model's own context length (n_ctx_train, <arch>.context_length)
+    quantization: str | None = None  # Q4_K_M, Q8_0, F16...; from the engine, else from the model file's name
+    parameters: str | None = None  # parameter count as the engine says it (8.0B, 134515008)
+    family: str | None = None
+    format: str | None = None  # gguf, safetensors...
+    file: str | None = None  # the model file or directory's last path component (never the whole path)
+    kv_cache_type: str | None = None  # where the engine says it
+
+
+class ServerInfo(msgspec.Struct, omit_defaults=True, gc=False):
+    """`header.server`: what served the run, read at record time from the engine's own endpoints (`/props`,
+    `/v1/models`, `/version`, `/api/show`, ...; docs/record.md, "What was run, on what")."""
+
+    engine: str | None = None  # llama.cpp, llama-cpp-python, vllm, ollama; None when not recognised
+    version: str | None = None
+    slots: int | None = None  # requests the server runs at once (llama.cpp's total_slots)
+    sources: list[str] = msgspec.field(default_factory=list)  # the endpoints that answered, e.g. "GET /props"
+    models: list[ServedModel] = msgspec.field(default_factory=list)
+
+
 class Header(msgspec.Struct, tag_field="kind", tag=HEADER, gc=False):
     """The first record: what wrote the cassette, when, how the proxy was set up and for which run."""
 
@@ -94,6 +120,8 @@ class Header(msgspec.Struct, tag_field="kind", tag=HEADER, gc=False):
     created_us: Epoch = 0
     settings: Settings = msgspec.field(default_factory=Settings)
     run: RunMeta = msgspec.field(default_factory=RunMeta)
+    # Written by `bench record` (and absent, UNSET, from cassettes written before it or by a bare proxy).
+    server: ServerInfo | msgspec.UnsetType = msgspec.UNSET
 
 
 class End(msgspec.Struct, tag_field="kind", tag=END, gc=False):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import zstandard
 
 from bench import __version__
@@ -39,6 +40,7 @@ from bench.core.cassette.records import (
     Header,
     Part,
     RunMeta,
+    ServerInfo,
     Settings,
     encode,
     encode_exchange,
@@ -112,6 +114,7 @@ class CassetteWriter:
         *,
         settings: Settings | None = None,
         run: RunMeta | None = None,
+        server: ServerInfo | msgspec.UnsetType = msgspec.UNSET,
         redactor: Redactor | None = None,
         level: int = 3,
         max_queue_bytes: int = 64 << 20,
@@ -147,6 +150,7 @@ class CassetteWriter:
                 created_us=int(now.timestamp() * 1e6),
                 settings=settings or Settings(),
                 run=run or RunMeta(),
+                server=server,
             )
         )
         first = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(header)

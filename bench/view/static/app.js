@@ -7,6 +7,7 @@ const COLUMNS = [
   ["model", "model"], ["suite", "suite"], ["test", "test"], ["epoch", "epoch", "num"], ["passed", "result"],
   ["failure_type", "failure"], ["score", "score", "num"], ["ttft_us", "TTFT ms", "num"],
   ["e2el_us", "E2EL ms", "num"], ["tokens", "tokens", "num"], ["retries", "retries", "num"], ["flags", "notes"],
+  ["task_s", "task s", "num"], ["calls", "calls vs reference"],
 ];
 
 function el(tag, attrs, ...children) {
@@ -105,7 +106,8 @@ async function showResults(params) {
       el("td", { class: "num" }, r.epoch), el("td", {}, verdict(r.passed)), el("td", {}, r.failure_type || ""),
       el("td", { class: "num" }, r.score === null ? "" : r.score.toFixed(2)), el("td", { class: "num" }, ms(r.ttft_us)),
       el("td", { class: "num" }, ms(r.e2el_us)), el("td", { class: "num" }, r.tokens ?? ""), el("td", { class: "num" }, r.retries),
-      el("td", { class: "flags" }, r.flags.join(", "))));
+      el("td", { class: "flags" }, r.flags.join(", ")),
+      el("td", { class: "num" }, r.task_s === null ? "" : r.task_s.toFixed(2)), el("td", {}, r.calls ?? "")));
   const offset = page.offset, last = Math.min(offset + page.limit, page.total);
   main.replaceChildren(
     el("h2", {}, "Results"),
@@ -157,7 +159,8 @@ function timelineView(tl) {
   }
   add("text", { x: W - 10, y: 86, "font-size": 11, "text-anchor": "end" }).textContent = `${ms(end)} ms`;
   return el("div", { class: "timeline", "data-token-events": tl.token_events },
-    el("div", {}, `${tl.token_events} token events of ${tl.events.length}; TTFT ${ms(tl.ttft_us)} ms, E2EL ${ms(tl.e2el_us)} ms`), svg);
+    el("div", {}, `${tl.token_events} token events of ${tl.events.length}; TTFT ${ms(tl.ttft_us)} ms, E2EL ${ms(tl.e2el_us)} ms`,
+      tl.decode_tokens_per_s === null ? "" : `; decode ${tl.decode_tokens_per_s.toFixed(1)} tok/s`), svg);
 }
 
 function resultBody(d, key) {
@@ -177,6 +180,10 @@ function resultBody(d, key) {
   return [
     el("div", {}, verdict(d.row.passed), ` ${d.row.failure_type || ""} · score ${d.row.score ?? ""} · retries ${d.row.retries}`,
       d.findings.length ? ` · findings: ${d.findings.join(", ")}` : ""),
+    d.row.task_s === null ? null : el("div", { class: "task-time" }, `task: ${d.row.task_s.toFixed(2)} s, every turn included`),
+    d.calls ? el("div", { class: "calls" }, `tool calls: ${d.calls.made} made, ${d.calls.reference} in the reference: ${d.calls.verdict}`,
+      d.calls.missing.length ? ` · missing ${d.calls.missing.join(", ")}` : "",
+      d.calls.extra.length ? ` · extra ${d.calls.extra.join(", ")}` : "") : null,
     el("h3", {}, "Checks"), checks,
     d.missing.length ? el("p", { class: "error" }, `not in the cassette: ${d.missing.join(", ")}`) : null,
     exchanges,

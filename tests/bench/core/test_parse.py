@@ -314,6 +314,13 @@ def test_timing_holds_every_figure_the_scores_file_writes() -> None:
     t = parse_exchange(stream_record(TOOL_STREAM, [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000])).timing
     assert (t.ttft_us, t.e2el_us, t.tpot_us, t.itl_us) == (1000, 21000, 5000.0, [2000, 3000, 4000, 5000, 6000])
     assert (t.output_tokens, t.tokens_source, t.n_events, t.loop_lag_us) == (5, "usage", 6, None)
+    assert (t.started_us, t.end_us) == (None, None)  # a record without them: not invented
+
+
+def test_an_exchanges_wall_clock_start_and_end_are_kept_for_task_times() -> None:
+    record = stream_record(TOOL_STREAM, [1000] * 8, started=1_700_000_000_000_000, timing={"end": 9_500})
+    t = parse_exchange(record).timing
+    assert (t.started_us, t.end_us) == (1_700_000_000_000_000, 9_500)
 
 
 def test_a_whole_body_that_is_not_json_is_a_finding_only_when_the_status_says_success() -> None:

@@ -148,3 +148,31 @@ def test_recently_opened_results_are_not_read_again(smollm2_index: Index) -> Non
         smollm2_index.records(other.n)
     again = smollm2_index.records(row.n)
     assert again is not first and again.keys() == first.keys()
+
+
+async def test_a_result_shows_its_task_time_decode_speed_and_calls_against_the_reference(
+    client: TestClient, smollm2_index: Index, smollm2_dir: Any
+) -> None:
+    from bench.core.cassette import CassetteReader
+    from bench.scorer.checked_catalog import load_catalog
+
+    row = next(r for r in smollm2_index.rows if r.suite == "agent" and r.task_s is not None)
+    result = smollm2_index.result(row.n)
+    key = {"run": row.run, "model": row.model, "test": row.test, "epoch": row.epoch}
+    body = await _get(client, "/api/result", **key)
+    # The task's wall time, from the cassette's own records: first request sent to last response read.
+    records = {x.id: x for x in CassetteReader(smollm2_dir / result.cassette)}
+    mine = [records[e.id] for e in result.exchanges]
+    span = max(x.started + x.timing.end for x in mine) - min(x.started for x in mine)
+    assert body["row"]["task_s"] == pytest.approx(span / 1e6)
+    assert body["calls"]["verdict"] in ("same", "more", "fewer", "different") and body["row"]["calls"]
+    reference = load_catalog(None).tests[row.test].reference
+    assert body["calls"]["reference"] == sum(len(t) for t in reference.turns)
+    for shown, scored in zip(body["exchanges"], result.exchanges, strict=True):
+        decode = shown["timeline"]["decode_tokens_per_s"]
+        if scored.output_tokens and scored.output_tokens > 1 and scored.ttft_us is not None:
+            want = (scored.output_tokens - 1) / ((scored.e2el_us - scored.ttft_us) / 1e6)
+            assert decode == pytest.approx(want)
+    page = await _get(client, "/api/results", sort="task_s", desc="1", limit=5)
+    times = [r["task_s"] for r in page["rows"]]
+    assert times == sorted(times, reverse=True) and times[0] is not None

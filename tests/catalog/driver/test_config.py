@@ -60,3 +60,36 @@ def test_a_config_that_repeats_a_model_never_reaches_the_jobs() -> None:
     cfg = build_config({"models": ["a", "b", "a", "b"]}, {"upstream": "http://127.0.0.1:1"})
     with pytest.raises(BenchError, match=r"^models: a, b listed more than once; list each model once"):
         check_ready(cfg)
+
+
+def test_seed_mode_params_and_categories_are_read_from_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "bench.yaml"
+    path.write_text(
+        "seed: 7\nseed_mode: fixed\ncategories: [tool_calling]\nparams: {top_p: 0.9, reasoning_effort: low}\n"
+    )
+    cfg = build_config(load_config_file(path), {}, env={})
+    assert (cfg.seed, cfg.seed_mode, cfg.categories) == (7, "fixed", ["tool_calling"])
+    assert cfg.params == {"top_p": 0.9, "reasoning_effort": "low"}
+    assert [cfg.seed_for(e) for e in (0, 3)] == [7, 7]
+    # Without seed_mode, a file's seed keeps its meaning: epoch e sends seed + e.
+    assert [build_config({"seed": 7}, {}, env={}).seed_for(e) for e in (0, 3)] == [7, 10]
+    assert build_config({}, {}, env={}).seed_for(2) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "says"),
+    [
+        ("params: {temperature: 0.2}\n", "params.temperature", "the key 'temperature'"),
+        ("params: {max_tokens: 99}\n", "params.max_tokens", "max_tokens_default"),
+        ("params: {messages: []}\n", "params.messages", "the catalog's tests"),
+        ("params: [top_p]\n", "params", "object"),
+        ("seed_mode: random\n", "seed_mode", "per-epoch"),
+    ],
+)
+def test_params_and_seed_mode_mistakes_are_one_line(tmp_path: Path, text: str, field: str, says: str) -> None:
+    path = tmp_path / "bench.yaml"
+    path.write_text(text)
+    with pytest.raises(BenchError) as info:
+        load_config_file(path)
+    msg = str(info.value)
+    assert "\n" not in msg and f"'{field}'" in msg and says in msg

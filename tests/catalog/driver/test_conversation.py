@@ -57,6 +57,20 @@ def test_each_epoch_sends_its_own_seed() -> None:
     assert "seed" not in unseeded and "temperature" not in unseeded
 
 
+def test_a_fixed_seed_is_sent_unchanged_by_every_epoch() -> None:
+    cfg = RecordConfig(seed=7, seed_mode="fixed", temperature=0.0)
+    bodies = [request_body(Job(make_spec(), "m", epoch), [], cfg) for epoch in (0, 1, 2, 9)]
+    assert [b["seed"] for b in bodies] == [7, 7, 7, 7]
+
+
+def test_run_params_go_under_the_tests_own() -> None:
+    cfg = RecordConfig(params={"top_p": 0.9, "reasoning_effort": "low", "stop": ["run"]})
+    body = request_body(Job(make_spec({"stop": ["test"]}), "m", 0), [], cfg)
+    # The run's values reach every request; where the test sets the same field, the test's value is sent.
+    assert (body["top_p"], body["reasoning_effort"], body["stop"]) == (0.9, "low", ["test"])
+    assert "top_p" not in request_body(Job(make_spec(), "m", 0), [], RecordConfig())
+
+
 @pytest.mark.parametrize(
     ("params", "floor", "key", "want"),
     [

@@ -112,6 +112,7 @@ async def test_doctor_checklist(mini: Catalog) -> None:
         checks = await diagnose(sim.base_url, None, "oracle")
     assert {c.name: c.ok for c in checks} == {
         "models list": True,
+        "server": False,  # the simulator is no serving engine bench knows: a warning, not a failure
         "streaming call": True,
         "usage in streams": True,
         "system_fingerprint": True,
@@ -139,3 +140,40 @@ async def test_resume_refuses_a_changed_catalog_and_skips_what_is_complete(tmp_p
         with pytest.raises(BenchError, match="no cassette of run nope"):
             await record(cfg, mini, resume="nope")
     assert [p.name for p in tmp_path.glob("*.cassette")] == [first.cassette.name]
+
+
+def test_category_filter_selects_with_the_suite_and_names_unknown_ones() -> None:
+    from bench.catalog.driver.record_run import select_tests
+
+    catalog = load_catalog(None)
+    tools = select_tests(catalog, RecordConfig(categories=["tool_calling"]))
+    assert tools and {t.category for t in tools} == {"tool_calling"}
+    assert len(tools) == sum(t.category == "tool_calling" for t in catalog.tests.values())
+    with pytest.raises(BenchError, match=r"unknown categor.*nope.*known: .*tool_calling"):
+        select_tests(catalog, RecordConfig(categories=["nope"]))
+    # A suite and a category that share no test select nothing: one line says which filters to check.
+    with pytest.raises(BenchError, match="--category"):
+        select_tests(catalog, RecordConfig(suites=["math"], categories=["tool_calling"]))
+
+
+async def test_the_max_tokens_floor_keeps_a_low_budget_from_cutting_and_a_cut_is_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.catalog.model import Reference
+    from bench.cli import main
+    from tests.catalog.conftest import make_test
+
+    # A test asking for 3 tokens whose answer takes 7 (the simulator stops at max_tokens, as a server does).
+    test = make_test("t.short", params={"max_tokens": 3}, reference=Reference(answer="Paris is the capital of France."))
+    catalog = Catalog({test.id: test}, "h", tmp_path)
+    finish = {}
+    async with await start_sim(catalog=catalog) as sim:
+        for floor in (4096, None):  # the default floor, and none
+            out = tmp_path / str(floor)
+            summary = await record(cfg_for(sim.url, out, ["oracle"], max_tokens_default=floor), catalog)
+            assert summary.cassette is not None
+            capsys.readouterr()
+            assert main(["cassette", "show", str(summary.cassette)]) == 0
+            finish[floor] = capsys.readouterr().out
+    assert "finish_reason stop" in finish[4096] and "finish_reason length" not in finish[4096]
+    assert "finish_reason length" in finish[None]

@@ -38,10 +38,10 @@ def test_the_built_in_suites_table_is_the_catalog() -> None:
     total = sum(count for _, count in table.values())
     intro = re.search(r"\((\d+) tests in (\d+) suites\)", DOC.read_text())
     assert intro is not None and (int(intro[1]), int(intro[2])) == (len(catalog.tests), len(table)) == (total, 7)
-    # "Python (7) and C (5) programs"
+    # "Python (7), C (5) and Go (2) programs"
     code = [t for t in catalog.tests.values() if t.suite == "code"]
     languages = Counter(c.evaluator for t in code for c in t.checks if c.evaluator.endswith("_output"))
-    assert languages == {"python_output": 7, "c_output": 5}
+    assert languages == {"python_output": 7, "c_output": 5, "go_output": 2}
 
 
 SUITE = """

@@ -31,6 +31,9 @@ def test_each_profile_makes_its_mistake(mini: Catalog) -> None:
     assert not text.tool_calls and _TEXT_TOOL_CALL.search(text.content)
     assert not ask(mini, "flawed-no-call", "t.tool").tool_calls
     assert [c.name for c in ask(mini, "flawed-wrong-tool", "t.tool").tool_calls] == ["get_time"]
+    unknown = ask(mini, "flawed-unknown-tool", "t.tool").tool_calls
+    assert [c.name for c in unknown] == ["run_shell"] and orjson.loads(unknown[0].arguments)["city"] == "Paris"
+    assert "run_shell" not in {(t.get("function") or {}).get("name") for t in mini.tests["t.tool"].tools}
     wrong = orjson.loads(ask(mini, "flawed-wrong-args", "t.tool").tool_calls[0].arguments)
     assert wrong["city"] != "Paris" and wrong["unit"] == "c"
     # The looping model never gives its final answer, whatever the turn.

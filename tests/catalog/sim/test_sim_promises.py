@@ -27,7 +27,7 @@ async def test_models_lists_every_documented_model(mini: Catalog) -> None:
         client = AsyncOpenAI(base_url=sim.base_url, api_key="sk-any", max_retries=0)
         listed = sorted([m.id async for m in client.models.list()])
         await client.close()
-    assert len(documented_models()) == 9 and listed == sorted(documented_models())
+    assert len(documented_models()) == 10 and listed == sorted(documented_models())
 
 
 async def test_a_request_outside_the_catalog_calls_each_tool_once_in_order_then_says_done(mini: Catalog) -> None:

@@ -93,3 +93,44 @@ def test_settings_and_warnings(tmp_path: Path) -> None:
 def test_one_fingerprint_gives_no_warning(tmp_path: Path) -> None:
     report = aggregate.build(load(scores_file(tmp_path)))
     assert not any("fingerprint" in w for w in report.warnings)
+
+
+@pytest.mark.parametrize(
+    ("seeds", "mode", "base", "warned"),
+    [
+        ([7, 8, 9], "per-epoch", 7, False),  # bench record's per-epoch seeds: seed + epoch, by design
+        ([7, 7, 7], "fixed", 7, False),  # --seed 7: one seed for every epoch
+        ([7, 3, 9], "varied", None, True),  # neither: a setting that changed within the run
+    ],
+)
+def test_per_epoch_seeds_are_not_a_varied_setting(
+    tmp_path: Path, seeds: list[int], mode: str, base: int | None, warned: bool
+) -> None:
+    results = [
+        result("t.a", "m", epoch=epoch, settings={"temperature": 0.0, "seed": seed}) for epoch, seed in enumerate(seeds)
+    ]
+    report = aggregate.build(load(write_scores(tmp_path / "s.jsonl", meta(), results)))
+    s = report.settings[0]
+    assert (s.seed_mode, s.seed_base) == (mode, base)
+    assert any("seed varied" in w for w in report.warnings) is warned
+
+
+def test_tool_calls_are_counted_against_the_reference(tmp_path: Path) -> None:
+    def calls(made: int, reference: int, verdict: str) -> dict[str, object]:
+        return {"made": made, "reference": reference, "verdict": verdict, "missing": [], "extra": []}
+
+    lines = [
+        {**result("t.a", "m"), "calls": calls(3, 3, "same")},
+        {**result("t.b", "m"), "calls": calls(5, 3, "more")},
+        {**result("t.c", "m", passed=False), "calls": calls(0, 1, "fewer")},
+        {**result("t.d", "m", passed=False), "calls": calls(1, 1, "different")},
+        result("t.e", "m"),  # no tools offered: not counted
+    ]
+    report = aggregate.build(load(write_scores(tmp_path / "s.jsonl", meta(), lines)))
+    [row] = report.calls
+    assert (row.results, row.same, row.more, row.fewer, row.different) == (4, 1, 1, 1, 1)
+    assert (row.made, row.reference) == (9, 8)
+    from bench.scorer.report.sections import calls_section
+
+    # 9 calls over 4 results against the references' 8.
+    assert calls_section(report).rows == [["m", "4", "1", "1", "1", "1", "2.25", "2.00"]]

@@ -9,7 +9,7 @@ import pytest
 from bench.cli import main
 from bench.scorer.report.compare import compare
 from bench.scorer.report.load import load
-from tests.scorer.report.factory import meta, result, write_scores
+from tests.scorer.report.factory import exchange, meta, result, write_scores
 
 TESTS = [f"tools.t{i:02d}" for i in range(40)]
 
@@ -95,7 +95,7 @@ def test_like_for_like_warnings(tmp_path: Path) -> None:
     assert "catalog differs" in text
     assert "scorer differs" in text
     assert "contains_all (A 1, B 2)" in text and "tool_called (A 2, B None)" in text
-    assert "m: seed differs (A 7, B 8)" in text
+    assert "m: seed differs (A 7 (fixed), B 8 (fixed))" in text
     assert "sampling setting temperature differs" in text
     assert "system fingerprint differs (A fp_1, B fp_9)" in text
     assert "B is an interrupted run" in text
@@ -104,3 +104,71 @@ def test_like_for_like_warnings(tmp_path: Path) -> None:
 
 def test_like_for_like_runs_have_no_warnings(tmp_path: Path) -> None:
     assert compare(load(run(tmp_path, "a", set())), load(run(tmp_path, "b", {1}))).warnings == []
+
+
+def test_per_epoch_seeds_compare_by_their_base_not_by_how_many_epochs_ran(tmp_path: Path) -> None:
+    def per_epoch(name: str, epochs: int, base: int) -> Path:
+        (tmp_path / name).mkdir()
+        lines = [
+            result(t, "m", epoch=e, settings={"temperature": 0.0, "seed": base + e})
+            for t in TESTS[:5]
+            for e in range(epochs)
+        ]
+        return write_scores(tmp_path / name / "scores.jsonl", meta(), lines)
+
+    three, five, other = per_epoch("a", 3, 7), per_epoch("b", 5, 7), per_epoch("c", 3, 9)
+    # Seeds 7-9 against 7-11: the same choice (per-epoch from 7), more epochs; no warning about the seed.
+    assert not [w for w in compare(load(three), load(five)).warnings if "seed" in w]
+    assert "m: seed differs (A 7 (per-epoch), B 9 (per-epoch))" in compare(load(three), load(other)).warnings
+
+
+def test_compare_shows_decode_speed_task_time_and_calls_per_side(tmp_path: Path) -> None:
+    from bench.scorer.report.compare_sections import speed_section
+
+    def side_file(name: str, gap_us: int, verdict: str) -> Path:
+        (tmp_path / name).mkdir()
+        # 11 tokens, 10 gaps: decode speed 10 / (10 * gap) per second.
+        ex = {**exchange("x", ttft_us=100_000, itl_us=[gap_us] * 10), "started_us": 1, "end_us": 2_000_000}
+        calls = {"made": 1, "reference": 1, "verdict": verdict, "missing": [], "extra": []}
+        lines = [{**result(t, "m", exchanges=[ex]), "calls": calls} for t in TESTS[:4]]
+        return write_scores(tmp_path / name / "scores.jsonl", meta(), lines)
+
+    comparison = compare(load(side_file("a", 50_000, "same")), load(side_file("b", 25_000, "different")))
+    section = speed_section(comparison)
+    # A decodes at 20 tok/s, B at 40; every task took 2 s; A's calls were the reference's, B's went to other tools.
+    assert section.rows == [["m", "20.0", "40.0", "2.00", "2.00", "4/0/0/0", "0/0/0/4"]]
+
+
+def test_a_backend_on_another_quantization_is_a_changed_backend(tmp_path: Path) -> None:
+    from bench.scorer.report import aggregate
+    from bench.scorer.report.sections import server_section
+
+    def run_on(name: str, quantization: str, version: str) -> Path:
+        (tmp_path / name).mkdir()
+        server = {
+            "engine": "llama.cpp",
+            "version": version,
+            "sources": ["GET /props"],
+            "models": [
+                {"id": "m", "context_length": 8192, "quantization": quantization, "file": f"m-{quantization}.gguf"}
+            ],
+        }
+        cassettes = [{"path": "run.cassette", "run": "r-1", "settings": {}, "run_meta": {}, "server": server}]
+        lines = [result(t, "m") for t in TESTS[:3]]
+        return write_scores(tmp_path / name / "scores.jsonl", meta(cassettes=cassettes), lines)
+
+    a, b, same = run_on("a", "Q4_K_M", "b4567"), run_on("b", "Q8_0", "b4567"), run_on("c", "Q4_K_M", "b4567")
+    warnings = compare(load(a), load(b)).warnings
+    # The same model name, fingerprint and settings on both sides: only the server's own description tells them apart.
+    assert (
+        "m: the backend changed between runs (file m-Q4_K_M.gguf -> m-Q8_0.gguf; quantization Q4_K_M -> Q8_0)"
+        in warnings
+    )
+    assert not [w for w in compare(load(a), load(same)).warnings if "backend" in w]
+    rows = server_section(aggregate.build(load(b))).rows
+    assert rows == [["m", "llama.cpp b4567", "8192", "–", "Q8_0", "–", "–", "m-Q8_0.gguf", "run.cassette"]]
+    # A server that described nothing (a hosted API, the simulator): no row of dashes.
+    (tmp_path / "d").mkdir()
+    bare = [{"path": "r.cassette", "run": "r-1", "settings": {}, "run_meta": {}, "server": {"models": [{"id": "m"}]}}]
+    quiet = write_scores(tmp_path / "d" / "scores.jsonl", meta(cassettes=bare), [result(TESTS[0], "m")])
+    assert server_section(aggregate.build(load(quiet))).rows == []

@@ -75,3 +75,37 @@ def test_the_timing_section_warns_when_the_proxy_stalled_long_enough_to_inflate_
         notes = " ".join(timing_section(aggregate.build(load(path))).notes)
         assert ("recorded ITLs may be inflated by up to 50.0 ms" in notes) is warned, notes
         assert ("Above 1 ms" in notes) is warned
+
+
+def test_decode_speed_is_named_beside_the_end_to_end_rate(tmp_path: Path) -> None:
+    # A stream served at 20 tokens/s after a 1 s wait: TTFT 1000 ms, 19 gaps of 50 ms, 20 tokens. Decode speed is
+    # 19 tokens / 0.95 s = 20.0 tok/s; output tokens / E2EL is 20 / 1.95 s = 10.3 tok/s (the wait counted in).
+    served = exchange("x", ttft_us=1_000_000, itl_us=[50_000] * 19, output_tokens=20)
+    t = timing([typed(result("t.a", "m", exchanges=[served]))])
+    assert t.decode_tokens_per_s_median == pytest.approx(20.0)
+    assert t.tokens_per_s_median == pytest.approx(20 / 1.95)
+    path = write_scores(tmp_path / "s.jsonl", meta(), [result("t.a", "m", exchanges=[served])])
+    section = timing_section(aggregate.build(load(path)))
+    row = dict(zip(section.columns, section.rows[0], strict=True))
+    assert (row["decode tok/s"], row["E2E tok/s"]) == ("20.0", "10.3")
+    assert any("decode tok/s: median per exchange of (output tokens - 1) / (E2EL - TTFT)" in n for n in section.notes)
+
+
+def test_seconds_per_task_span_every_turn_and_the_tool_runs_between(tmp_path: Path) -> None:
+    t0 = 1_700_000_000_000_000
+    # Three turns sent at 0 s, 2 s and 5 s, each read whole 1.5 s after it was sent: the task took 6.5 s, of which
+    # 4.5 s were answers and 2 s the client's own work between turns (tool runs).
+    turns = [
+        {**exchange(f"x{i}", turn=i), "started_us": t0 + at, "end_us": 1_500_000}
+        for i, at in enumerate((0, 2_000_000, 5_000_000))
+    ]
+    single = {**exchange("y"), "started_us": t0, "end_us": 800_000}
+    lines = [result("agent.a", "m", exchanges=turns), result("t.b", "m", exchanges=[single])]
+    report = aggregate.build(load(write_scores(tmp_path / "s.jsonl", meta(), lines)))
+    [task] = report.tasks
+    assert (task.results, task.multi_turn, task.multi_turn_median_s, task.max_s) == (2, 1, 6.5, 6.5)
+    assert task.median_s == pytest.approx((0.8 + 6.5) / 2)
+    from bench.scorer.report.sections import task_section
+
+    # p90 of (0.8, 6.5) by linear interpolation: 0.8 + 0.9 * 5.7 = 5.93.
+    assert task_section(report).rows == [["m", "2", "3.65", "5.93", "6.50", "1", "6.50", "6.50"]]

@@ -5,14 +5,21 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from bench.core.cassette.records import End, Exchange, Header, Part
+from bench.core.cassette.records import End, Exchange, Header, Part, ServedModel
 from tests.support.doc_tables import ROOT, doc_tables, mismatches, struct_fields
 
 DOC = ROOT / "docs" / "cassette-format.md"
 
 
 @pytest.mark.parametrize(
-    ("heading", "struct"), [("header", Header), ("exchange", Exchange), ("end", End), ("part", Part)]
+    ("heading", "struct"),
+    [
+        ("header", Header),
+        ("header.server.models[]", ServedModel),
+        ("exchange", Exchange),
+        ("end", End),
+        ("part", Part),
+    ],
 )
 def test_every_documented_field_exists_with_its_type_and_every_field_is_documented(
     heading: str, struct: type[msgspec.Struct]
