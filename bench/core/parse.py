@@ -22,7 +22,7 @@ from itertools import accumulate
 import orjson
 
 from bench.core.cassette.records import Exchange
-from bench.core.chunks import Delta, FunctionDelta, decode_chunk, decode_chunks
+from bench.core.chunks import Chunk, Delta, FunctionDelta, decode_chunk, decode_chunks
 from bench.core.decoding import decoded_record_reads
 from bench.core.endpoints import CHAT, RESPONSES, endpoint_of
 from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
@@ -124,6 +124,37 @@ def stop_findings(p: ParsedExchange) -> None:
 def _parse_stream(
     p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None, keep_events: bool
 ) -> None:
+    event_times, datas, cut, budget_cut, done = _stream_events(p, chunks, times, max_tokens)
+    if keep_events:
+        p.events.extend((t, obj) for t, obj in zip(event_times, map(load_json, datas), strict=True) if obj)
+    decoded = decode_chunks(datas)
+    calls: dict[int, ToolCall] = {}
+    token_times, counted, bad_json = _assemble(p, event_times, decoded, calls)
+    # The first chunk that names them, found after the loop: usually the first, so this costs one step.
+    p.model = next((c.model for c in decoded if c is not None and c.model), None)
+    p.system_fingerprint = next((c.system_fingerprint for c in decoded if c is not None and c.system_fingerprint), None)
+    finish_calls(p, calls)
+    if budget_cut:
+        # Generation stopped at the budget: the server would have ended the stream cleanly there.
+        p.finish_reason, done = "length", True
+    if bad_json:
+        p.findings.append("bad_event_json")
+    if not done:
+        p.findings.append("no_done")
+    if cut or (not done and p.finish_reason is None):
+        p.findings.append("truncated")
+    if not token_times and p.status is not None and p.status < 400:
+        p.findings.append("empty_choices")
+    if p.usage is None and token_times:
+        p.findings.append("no_usage")
+    set_timing(p, token_times, counted)
+
+
+def _stream_events(
+    p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None
+) -> tuple[list[int], list[bytes], bool, bool, bool]:
+    """The stream's data events and their times, [DONE] taken out: (times, payloads, cut short, cut by the token
+    budget, [DONE] seen)."""
     stamps, payloads, cut = event_payloads(chunks, times)
     budget_cut = False
     if max_tokens is not None:
@@ -133,18 +164,20 @@ def _parse_stream(
             cut = False
     done = b"[DONE]" in payloads
     if not done:
-        event_times, datas = stamps, payloads
-    elif payloads[-1] == b"[DONE]" and payloads.count(b"[DONE]") == 1:
-        event_times, datas = stamps[:-1], payloads[:-1]
-    else:
-        kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
-        event_times, datas = [stamps[i] for i in kept], [payloads[i] for i in kept]
-    if keep_events:
-        p.events.extend((t, obj) for t, obj in zip(event_times, map(load_json, datas), strict=True) if obj)
-    decoded = decode_chunks(datas)
+        return stamps, payloads, cut, budget_cut, done
+    if payloads[-1] == b"[DONE]" and payloads.count(b"[DONE]") == 1:
+        return stamps[:-1], payloads[:-1], cut, budget_cut, done
+    kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
+    return [stamps[i] for i in kept], [payloads[i] for i in kept], cut, budget_cut, done
+
+
+def _assemble(
+    p: ParsedExchange, event_times: list[int], decoded: list[Chunk | None], calls: dict[int, ToolCall]
+) -> tuple[list[int], int, bool]:
+    """Content, reasoning, tool calls (into `calls`), usage, errors and finish_reason from the decoded chunks, as a
+    client joins them; returns (token event times, tokens counted, a chunk was not JSON)."""
     content: list[str] = []
     reasoning: list[str] = []
-    calls: dict[int, ToolCall] = {}
     token_times: list[int] = []
     counted = 0
     bad_json = False
@@ -209,28 +242,9 @@ def _parse_stream(
             p.finish_reason = choice.finish_reason
     if parts and streaming is not None:
         streaming.arguments += "".join(parts)
-    # The first chunk that names them, found after the loop: usually the first, so this costs one step.
-    model = next((c.model for c in decoded if c is not None and c.model), None)
-    fingerprint = next((c.system_fingerprint for c in decoded if c is not None and c.system_fingerprint), None)
-    p.model = model
-    p.system_fingerprint = fingerprint
     p.content = "".join(content)
     p.reasoning = "".join(reasoning)
-    finish_calls(p, calls)
-    if budget_cut:
-        # Generation stopped at the budget: the server would have ended the stream cleanly there.
-        p.finish_reason, done = "length", True
-    if bad_json:
-        p.findings.append("bad_event_json")
-    if not done:
-        p.findings.append("no_done")
-    if cut or (not done and p.finish_reason is None):
-        p.findings.append("truncated")
-    if not token_times and p.status is not None and p.status < 400:
-        p.findings.append("empty_choices")
-    if p.usage is None and token_times:
-        p.findings.append("no_usage")
-    set_timing(p, token_times, counted)
+    return token_times, counted, bad_json
 
 
 def _apply_delta(delta: Delta, reasoning: list[str], calls: dict[int, ToolCall]) -> int:

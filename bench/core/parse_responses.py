@@ -95,6 +95,38 @@ class _Answer:
                 found.name = item.name
         return found
 
+    def delta(self, kind: str, ev: Event, delta: str) -> None:
+        """A text, arguments, reasoning or refusal delta."""
+        if kind == "response.output_text.delta":
+            self.content.append(delta)
+            self.texted.add(ev.output_index)
+        elif kind == "response.function_call_arguments.delta":
+            call = self.call(ev.output_index, ev.item_id)
+            self.fragments.setdefault(call.index, []).append(delta)
+        elif kind in _REASONING_DELTAS:
+            self.reasoning.append(delta)
+        elif kind == "response.refusal.delta":
+            self.refusal.append(delta)
+            self.refused.add(ev.output_index)
+
+    def item_event(self, kind: str, ev: Event) -> None:
+        """An output item added or done, or a text, arguments or refusal done."""
+        if kind == "response.output_item.added" or kind == "response.output_item.done":
+            item = ev.item
+            if item is not None and item.type == "function_call":
+                call = self.call(ev.output_index, ev.item_id, item)
+                if kind == "response.output_item.done":
+                    self.arguments_done(call, item.arguments)
+        elif kind == "response.function_call_arguments.done":
+            self.arguments_done(self.call(ev.output_index, ev.item_id), ev.arguments)
+        elif kind == "response.output_text.done":
+            if ev.output_index not in self.texted and isinstance(ev.text, str):
+                self.content.append(ev.text)
+                self.texted.add(ev.output_index)
+        elif kind == "response.refusal.done" and ev.output_index not in self.refused and isinstance(ev.refusal, str):
+            self.refusal.append(ev.refusal)
+            self.refused.add(ev.output_index)
+
     def arguments_done(self, call: ToolCall, arguments: Any) -> None:
         if not self.fragments.get(call.index) and isinstance(arguments, str) and arguments:
             self.fragments[call.index] = [arguments]
@@ -147,87 +179,11 @@ def _response_error(p: ParsedExchange, response: Response) -> None:
 def parse_response_stream(
     p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None, keep_events: bool
 ) -> None:
-    stamps, payloads, cut = event_payloads(chunks, times)
-    if b"[DONE]" in payloads:  # some gateways end every stream with it; it is no event of this API
-        kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
-        stamps, payloads = [stamps[i] for i in kept], [payloads[i] for i in kept]
-    events = decode_events(payloads)
-    budget_cut = False
-    if max_tokens is not None:
-        produced = 0
-        for i, ev in enumerate(events):
-            if produced >= max_tokens and ev is not None and _is_token(ev):
-                stamps, payloads, events = stamps[:i], payloads[:i], events[:i]
-                budget_cut = True
-                p.findings.append("budget_max_tokens")
-                cut = False
-                break
-            if ev is not None and _is_token(ev):
-                produced += 1
+    stamps, payloads, events, cut, budget_cut = _stream_events(p, chunks, times, max_tokens)
     if keep_events:
         p.events.extend((t, obj) for t, obj in zip(stamps, map(load_json, payloads), strict=True) if obj)
     answer = _Answer()
-    token_times: list[int] = []
-    unknown = p.unknown_events
-    terminal: str | None = None
-    final: Response | None = None
-    bad_json = False
-    for t, ev in zip(stamps, events, strict=True):
-        if ev is None:
-            bad_json = True
-            continue
-        kind = ev.type or ""
-        if kind not in KNOWN_EVENTS:
-            unknown[kind] = unknown.get(kind, 0) + 1
-        delta = ev.delta
-        if kind.endswith(".delta"):
-            if not delta:
-                continue
-            token_times.append(t)
-            if not isinstance(delta, str):
-                continue
-            if kind == "response.output_text.delta":
-                answer.content.append(delta)
-                answer.texted.add(ev.output_index)
-            elif kind == "response.function_call_arguments.delta":
-                call = answer.call(ev.output_index, ev.item_id)
-                answer.fragments.setdefault(call.index, []).append(delta)
-            elif kind in _REASONING_DELTAS:
-                answer.reasoning.append(delta)
-            elif kind == "response.refusal.delta":
-                answer.refusal.append(delta)
-                answer.refused.add(ev.output_index)
-        elif kind == "response.output_item.added" or kind == "response.output_item.done":
-            item = ev.item
-            if item is not None and item.type == "function_call":
-                call = answer.call(ev.output_index, ev.item_id, item)
-                if kind == "response.output_item.done":
-                    answer.arguments_done(call, item.arguments)
-        elif kind == "response.function_call_arguments.done":
-            answer.arguments_done(answer.call(ev.output_index, ev.item_id), ev.arguments)
-        elif kind == "response.output_text.done":
-            if ev.output_index not in answer.texted and isinstance(ev.text, str):
-                answer.content.append(ev.text)
-                answer.texted.add(ev.output_index)
-        elif kind == "response.refusal.done":
-            if ev.output_index not in answer.refused and isinstance(ev.refusal, str):
-                answer.refusal.append(ev.refusal)
-                answer.refused.add(ev.output_index)
-        elif kind in TERMINAL:
-            terminal = kind
-            final = ev.response
-            if final is not None:
-                _response_error(p, final)
-            elif kind == "response.failed":
-                error_event(p, "response.failed")
-        elif kind == "error":
-            error_event(p, ev.message or ev.code or "error event")
-        response = ev.response
-        if response is not None:
-            if response.model:
-                p.model = response.model
-            if response.usage:
-                p.usage = response.usage
+    token_times, terminal, final, bad_json = _read_events(p, stamps, events, answer)
     if final is not None and final.output and answer.empty():
         # A server that sends only the final response object: its output is the answer.
         answer.add_output(final.output)
@@ -247,6 +203,75 @@ def parse_response_stream(
     if p.usage is None and token_times:
         p.findings.append("no_usage")
     set_timing(p, token_times, len(token_times))
+
+
+def _stream_events(
+    p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None
+) -> tuple[list[int], list[bytes], list[Event | None], bool, bool]:
+    """The stream's events, decoded, with their times and payloads: cut at the token budget when one is given;
+    (times, payloads, events, cut short, cut by the budget)."""
+    stamps, payloads, cut = event_payloads(chunks, times)
+    if b"[DONE]" in payloads:  # some gateways end every stream with it; it is no event of this API
+        kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
+        stamps, payloads = [stamps[i] for i in kept], [payloads[i] for i in kept]
+    events = decode_events(payloads)
+    budget_cut = False
+    if max_tokens is not None:
+        produced = 0
+        for i, ev in enumerate(events):
+            if produced >= max_tokens and ev is not None and _is_token(ev):
+                stamps, payloads, events = stamps[:i], payloads[:i], events[:i]
+                budget_cut = True
+                p.findings.append("budget_max_tokens")
+                cut = False
+                break
+            if ev is not None and _is_token(ev):
+                produced += 1
+    return stamps, payloads, events, cut, budget_cut
+
+
+def _read_events(
+    p: ParsedExchange, stamps: list[int], events: list[Event | None], answer: _Answer
+) -> tuple[list[int], str | None, Response | None, bool]:
+    """Every event into `answer` and `p` (errors, model, usage); returns (token event times, the terminal event's
+    type, the final response object, an event was not JSON)."""
+    token_times: list[int] = []
+    unknown = p.unknown_events
+    terminal: str | None = None
+    final: Response | None = None
+    bad_json = False
+    for t, ev in zip(stamps, events, strict=True):
+        if ev is None:
+            bad_json = True
+            continue
+        kind = ev.type or ""
+        if kind not in KNOWN_EVENTS:
+            unknown[kind] = unknown.get(kind, 0) + 1
+        delta = ev.delta
+        if kind.endswith(".delta"):
+            if not delta:
+                continue
+            token_times.append(t)
+            if isinstance(delta, str):
+                answer.delta(kind, ev, delta)
+        elif kind in TERMINAL:
+            terminal = kind
+            final = ev.response
+            if final is not None:
+                _response_error(p, final)
+            elif kind == "response.failed":
+                error_event(p, "response.failed")
+        elif kind == "error":
+            error_event(p, ev.message or ev.code or "error event")
+        else:
+            answer.item_event(kind, ev)
+        response = ev.response
+        if response is not None:
+            if response.model:
+                p.model = response.model
+            if response.usage:
+                p.usage = response.usage
+    return token_times, terminal, final, bad_json
 
 
 def _is_token(ev: Event) -> bool:

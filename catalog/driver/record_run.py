@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
@@ -28,6 +28,9 @@ from bench.catalog.driver.server_info import read_server
 from bench.catalog.model import Catalog, TestSpec
 from bench.core.cassette.records import RunMeta
 from bench.core.errors import BenchError
+
+if TYPE_CHECKING:
+    from bench.proxy.server import RunningProxy
 
 # The driver abandons a silent stream itself (idle_timeout); its in-process proxy shares the event loop and would cut
 # the same stream at the same moment, so which of the two acted (a timeout or a cut-short answer) was a race. The
@@ -48,6 +51,15 @@ class RecordSummary:
     elapsed: float = 0.0
     skipped_complete: int = 0
     failures: list[str] = field(default_factory=list)
+    cancelled: bool = False  # the second Ctrl-C cut the jobs in flight off
+
+    def count(self, job: Job, result: JobResult) -> None:
+        self.done += 1
+        self.requests += result.requests
+        self.retries += result.retries
+        if not result.ok:
+            self.errors += 1
+            self.failures.append(f"{job.test.id} {job.model} epoch {job.epoch}: {result.error}")
 
 
 def new_run_id() -> str:
@@ -148,23 +160,10 @@ async def record(
     log: Callable[[str], None] | None = None,
 ) -> RecordSummary:
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    out = Path(cfg.out)
-    tests = select_tests(catalog, cfg)
-    jobs = make_jobs(tests, cfg.models, cfg.epochs)
-    resumed_from: list[str] | None = None
-    run_id = resume or new_run_id()
-    skipped = 0
-    if resume is not None:
-        meta, files, by_job = read_run(out, resume)
-        _check_hashes(meta, tests)
-        remaining = missing_jobs(jobs, by_job, cfg.max_retries, cfg.retry_timeouts)
-        skipped = len(jobs) - len(remaining)
-        jobs = remaining
-        resumed_from = [p.name for p in files]
-    summary = RecordSummary(run_id, None, len(jobs), skipped_complete=skipped)
-    if not jobs:
+    plan = _plan(cfg, catalog, resume)
+    summary = RecordSummary(plan.run_id, None, len(plan.jobs), skipped_complete=plan.skipped)
+    if not plan.jobs:
         return summary
-
     target = cfg.proxy or cfg.upstream
     assert target is not None
     if cfg.upstream is not None:
@@ -172,35 +171,81 @@ async def record(
 
         public_url(cfg.upstream)  # credentials in it are refused before the preflight could send them
     await preflight(target, cfg.api_key, cfg.models)
-
-    proxy = None
-    if cfg.proxy is None:
-        from bench.proxy import start_proxy
-
-        # What serves the run, as the engine describes itself: stored in the header, compared by `bench compare`.
-        server = await read_server(target, cfg.api_key, cfg.models)
-        proxy = await start_proxy(
-            upstream=cfg.upstream,
-            cassettes=out,
-            mode="record",
-            run=run_metadata(run_id, cfg, catalog, tests, resumed_from),
-            server=server,
-            upstream_key=cfg.api_key,
-            idle_timeout=cfg.idle_timeout + PROXY_IDLE_GRACE_S if cfg.stream else None,
-        )
-        summary.cassette = proxy.cassette_path
-        url = f"{proxy.url}/v1"
-        auth = None  # the in-process proxy adds the upstream key itself
-    else:
-        url = f"{api_base(cfg.proxy)}/v1"
-        auth = cfg.api_key
-
-    reporter = reporter or Quiet()
-    limiter = Limiter(cfg.concurrency, cfg.model_concurrency)
+    proxy, url, auth = await _recording_proxy(cfg, catalog, plan, target)
+    summary.cassette = proxy.cassette_path if proxy is not None else None
     connector = aiohttp.TCPConnector(limit=0)
     session = aiohttp.ClientSession(connector=connector, trust_env=False, timeout=aiohttp.ClientTimeout(total=None))
-    sender = Sender(session=session, url=url, run_id=run_id, cfg=cfg, auth=auth, say=say)
+    sender = Sender(session=session, url=url, run_id=plan.run_id, cfg=cfg, auth=auth, say=say)
     t0 = time.monotonic()
+    try:
+        await _run_jobs(plan.jobs, sender, cfg, summary, reporter or Quiet(), proxy, handle_signals, say)
+    finally:
+        await session.close()
+        if proxy is not None:
+            await proxy.close(interrupted=summary.interrupted, grace=0.0 if summary.cancelled else 10.0)
+        summary.elapsed = time.monotonic() - t0
+    return summary
+
+
+@dataclass
+class _Plan:
+    run_id: str
+    tests: list[TestSpec]
+    jobs: list[Job]
+    resumed_from: list[str] | None = None
+    skipped: int = 0
+
+
+def _plan(cfg: RecordConfig, catalog: Catalog, resume: str | None) -> _Plan:
+    """The run's tests and jobs; resuming, only the jobs the run's cassettes do not hold a complete recording of."""
+    tests = select_tests(catalog, cfg)
+    jobs = make_jobs(tests, cfg.models, cfg.epochs)
+    plan = _Plan(resume or new_run_id(), tests, jobs)
+    if resume is not None:
+        meta, files, by_job = read_run(Path(cfg.out), resume)
+        _check_hashes(meta, tests)
+        plan.jobs = missing_jobs(jobs, by_job, cfg.max_retries, cfg.retry_timeouts)
+        plan.skipped = len(jobs) - len(plan.jobs)
+        plan.resumed_from = [p.name for p in files]
+    return plan
+
+
+async def _recording_proxy(
+    cfg: RecordConfig, catalog: Catalog, plan: _Plan, target: str
+) -> tuple[RunningProxy | None, str, str | None]:
+    """(the in-process recording proxy, or None for a proxy the user runs; the base URL to send to; the key the
+    driver sends itself)."""
+    if cfg.proxy is not None:
+        return None, f"{api_base(cfg.proxy)}/v1", cfg.api_key
+    from bench.proxy import start_proxy
+
+    # What serves the run, as the engine describes itself: stored in the header, compared by `bench compare`.
+    server = await read_server(target, cfg.api_key, cfg.models)
+    proxy = await start_proxy(
+        upstream=cfg.upstream,
+        cassettes=Path(cfg.out),
+        mode="record",
+        run=run_metadata(plan.run_id, cfg, catalog, plan.tests, plan.resumed_from),
+        server=server,
+        upstream_key=cfg.api_key,
+        idle_timeout=cfg.idle_timeout + PROXY_IDLE_GRACE_S if cfg.stream else None,
+    )
+    return proxy, f"{proxy.url}/v1", None  # the in-process proxy adds the upstream key itself
+
+
+async def _run_jobs(
+    jobs: list[Job],
+    sender: Sender,
+    cfg: RecordConfig,
+    summary: RecordSummary,
+    reporter: Reporter,
+    proxy: RunningProxy | None,
+    handle_signals: bool,
+    say: Callable[[str], None],
+) -> None:
+    """Every job, as many at once as the limits allow; the first Ctrl-C lets the jobs in flight finish, the second
+    cuts them off (the proxy still closes its cassette)."""
+    limiter = Limiter(cfg.concurrency, cfg.model_concurrency)
     main = asyncio.current_task()
     assert main is not None
     in_flight = 0
@@ -226,31 +271,20 @@ async def record(
                 result = await run_job(sender, job)
             finally:
                 in_flight -= 1
-        summary.done += 1
-        summary.requests += result.requests
-        summary.retries += result.retries
-        if not result.ok:
-            summary.errors += 1
-            summary.failures.append(f"{job.test.id} {job.model} epoch {job.epoch}: {result.error}")
+        summary.count(job, result)
         reporter.advance(result.ok)
         return result
 
     reporter.start(len(jobs))
-    cancelled = False
     try:
         await asyncio.gather(*(one(j) for j in jobs))
     except asyncio.CancelledError:
-        cancelled = True
+        summary.cancelled = True
         main.uncancel()  # the second Ctrl-C is handled here: closing the cassette below must still run
     finally:
         reporter.stop()
         interrupts.remove()
-        summary.interrupted = cancelled or interrupts.stop.is_set()
-        await session.close()
-        if proxy is not None:
-            await proxy.close(interrupted=summary.interrupted, grace=0.0 if cancelled else 10.0)
-        summary.elapsed = time.monotonic() - t0
-    return summary
+        summary.interrupted = summary.cancelled or interrupts.stop.is_set()
 
 
 def _check_hashes(meta: RunMeta, tests: list[TestSpec]) -> None:
