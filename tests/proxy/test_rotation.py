@@ -20,7 +20,7 @@ from bench.cli import main
 from bench.core.cassette import CassetteReader
 from bench.core.cassette.records import Exchange
 from bench.proxy.rotation import parse_duration, parse_size
-from tests.proxy.test_proxy_command import post
+from tests.bench.cli.test_proxy_command import post
 from tests.support.upstream import Upstream
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,7 +124,7 @@ async def test_each_rotated_cassette_is_uploaded_when_closed(
     upstream: Upstream, s3: Any, s3_server: str, tmp_path: Path
 ) -> None:
     pytest.importorskip("s3fs")
-    from tests.proxy.test_proxy_command_storage import _env
+    from tests.bench.cli.test_proxy_command_storage import _env
     from tests.support.s3 import BUCKET
 
     spool = tmp_path / "spool"

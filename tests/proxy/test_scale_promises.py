@@ -9,7 +9,7 @@ from pathlib import Path
 import aiohttp
 
 from bench.core.cassette import CassetteReader
-from tests.proxy.test_proxy_command import post
+from tests.bench.cli.test_proxy_command import post
 from tests.proxy.test_rotation import rotating_proxy
 from tests.support.upstream import Upstream
 

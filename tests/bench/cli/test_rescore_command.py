@@ -9,7 +9,7 @@ from pathlib import Path
 from bench.scorer.scores_io import read_scores
 from tests.scorer.helpers import record, write_cassette
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # Loaded by site on start-up: every connect() fails, so any network use would show up as a failure.
 NO_NETWORK = """
 import socket

@@ -15,7 +15,7 @@ from bench.core.cassette import CassetteWriter, repair
 from bench.core.cassette.records import Settings
 from tests.support.records import exchange
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def sse(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:

@@ -19,14 +19,14 @@ import aiohttp
 import pytest
 
 from bench.core.cassette import CassetteReader
-from tests.proxy.test_proxy_command import post
+from tests.bench.cli.test_proxy_command import post
 from tests.support.s3 import BUCKET
 from tests.support.upstream import Upstream
 
 pytest.importorskip("s3fs")
 pytest.importorskip("moto.server")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
 
 

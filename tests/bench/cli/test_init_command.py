@@ -18,7 +18,7 @@ from bench.core.cassette import CassetteReader, find_cassettes
 from bench.core.errors import BenchError
 from bench.scorer.checked_catalog import load_catalog
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_init_writes_a_starter_config_that_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

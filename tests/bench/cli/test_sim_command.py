@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 async def test_api_key_ttft_and_tokens_per_second_flags_reach_the_simulator() -> None:

@@ -12,7 +12,7 @@ from bench.core.cassette import CassetteReader, find_cassettes
 from bench.proxy import start_proxy
 from bench.scorer.checked_catalog import load_catalog
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 async def test_proxy_and_api_flags_send_through_a_running_proxy_to_the_responses_api(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from bench.proxy import start_proxy
 from tests.proxy.conftest import MESSAGES
 from tests.support.upstream import Upstream
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @asynccontextmanager
