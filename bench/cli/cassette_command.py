@@ -13,7 +13,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from urllib.parse import parse_qsl
 
 import msgspec
@@ -26,6 +26,9 @@ from bench.core.cassette.records import Exchange
 from bench.core.decoding import decoded_record_reads
 from bench.core.errors import BenchError, CassetteError
 from bench.core.storage import Location, location, size
+
+if TYPE_CHECKING:
+    from bench.core.parsed import ParsedExchange
 
 PREVIEW_CHARS = 600
 
@@ -221,105 +224,117 @@ def _indent(text: str, prefix: str = "    ") -> str:
 def render_exchange(record: Exchange, cassette: str, total: int) -> str:
     from bench.core.parse import parse_exchange  # the lead's parser; only `show` needs it
 
-    req = record.request
-    resp = record.response
-    timing = record.timing
-    upstream = record.upstream
     parsed = parse_exchange(record)
-    lines: list[str] = []
-    add = lines.append
+    lines = [
+        *_head_lines(record, cassette, total),
+        "request:",
+        *_request_lines(record, parsed),
+        "upstream:",
+        *_upstream_lines(record),
+        _timing_line(record),
+        *_response_lines(record, parsed),
+    ]
+    if record.redacted:
+        lines.append("redacted: " + ", ".join(record.redacted))
+    return "\n".join(lines) + "\n"
+
+
+def _head_lines(record: Exchange, cassette: str, total: int) -> list[str]:
+    req, resp = record.request, record.response
     query = f"?{req.query}" if req.query else ""
-    add(
+    lines = [
         f"{record.id}  {req.method} {req.path}{query}  -> {resp.status}  "
         f"{record.outcome}  ({cassette}, {total} exchange(s))"
-    )
+    ]
     head = [f"started {_iso(record.started)} UTC", f"mode {record.mode}"]
     if record.replay_of is not None:
         head.append(f"replay of {record.replay_of.id} in {record.replay_of.cassette}")
-    add("  " + ", ".join(head))
+    lines.append("  " + ", ".join(head))
     if record.tags:
-        add("  tags: " + " ".join(f"{k}={v}" for k, v in sorted(record.tags.items())))
+        lines.append("  tags: " + " ".join(f"{k}={v}" for k, v in sorted(record.tags.items())))
     if record.error:
-        add(f"  error: {record.error}")
+        lines.append(f"  error: {record.error}")
+    return lines
 
-    add("request:")
+
+def _request_lines(record: Exchange, parsed: ParsedExchange) -> list[str]:
     body = parsed.request_json
-    if body is not None:
-        facts = [f"model {body.get('model')}"]
-        if body.get("stream"):
-            facts.append("stream")
-        tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
-        if tools:
-            facts.append("tools: " + ", ".join(str(t) for t in tools))
-        for key in ("temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "tool_choice"):
-            if key in body:
-                facts.append(f"{key} {body[key]}")
-        add("  " + ", ".join(facts))
-        for message in body.get("messages") or []:
-            if isinstance(message, dict):
-                add(f"  [{message.get('role')}] " + _clip(_message_text(message), 300).replace("\n", "\n    "))
-        if "input" in body:
-            add("  input: " + _clip(str(body["input"]), 300))
-    elif req.body:
-        add("  " + _clip(req.body.decode("utf-8", "replace")))
+    if body is None:
+        return ["  " + _clip(record.request.body.decode("utf-8", "replace"))] if record.request.body else []
+    facts = [f"model {body.get('model')}"]
+    if body.get("stream"):
+        facts.append("stream")
+    tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+    if tools:
+        facts.append("tools: " + ", ".join(str(t) for t in tools))
+    for key in ("temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "tool_choice"):
+        if key in body:
+            facts.append(f"{key} {body[key]}")
+    lines = ["  " + ", ".join(facts)]
+    for message in body.get("messages") or []:
+        if isinstance(message, dict):
+            lines.append(f"  [{message.get('role')}] " + _clip(_message_text(message), 300).replace("\n", "\n    "))
+    if "input" in body:
+        lines.append("  input: " + _clip(str(body["input"]), 300))
+    return lines
 
-    add("upstream:")
-    ident = [
-        f"{k} {v}"
-        for k, v in (
-            ("model", upstream.model),
-            ("system_fingerprint", upstream.system_fingerprint),
-            ("server", upstream.server),
-        )
-        if v
-    ]
-    add("  " + (", ".join(ident) or "-") + (f"  ({upstream.url})" if upstream.url else ""))
-    for name, value in sorted(upstream.headers.items()):
-        add(f"  {name}: {value}")
+
+def _upstream_lines(record: Exchange) -> list[str]:
+    upstream = record.upstream
+    named = (
+        ("model", upstream.model),
+        ("system_fingerprint", upstream.system_fingerprint),
+        ("server", upstream.server),
+    )
+    ident = [f"{k} {v}" for k, v in named if v]
+    lines = ["  " + (", ".join(ident) or "-") + (f"  ({upstream.url})" if upstream.url else "")]
+    lines.extend(f"  {name}: {value}" for name, value in sorted(upstream.headers.items()))
+    return lines
+
+
+def _timing_line(record: Exchange) -> str:
+    timing = record.timing
 
     def ms(v: int | None) -> str:
         return "-" if v is None else f"{v / 1000:.1f} ms"
 
-    add(
+    return (
         f"timing: sent {ms(timing.sent_upstream)}, headers {ms(timing.headers)}, first byte {ms(timing.first_byte)}, "
         f"first token {ms(timing.first_token)}, end {ms(timing.end)}, proxy {ms(timing.proxy_us)}, "
         f"proxy's longest loop stall {ms(timing.loop_lag_us)}"
     )
+
+
+def _response_lines(record: Exchange, parsed: ParsedExchange) -> list[str]:
+    resp = record.response
     chunks = resp.chunks
-    kind = "streamed" if resp.streamed else "body"
     decoded = decoded_record_reads(resp.headers, chunks)
     size = f"{resp.raw_bytes or sum(map(len, chunks))} bytes"
     if decoded.codings:
         size += f" {'+'.join(decoded.codings)}, {len(decoded.body)} decoded"
-    add(f"response: {kind}, {len(chunks)} read(s), {size}")
+    lines = [f"response: {'streamed' if resp.streamed else 'body'}, {len(chunks)} read(s), {size}"]
     if decoded.error:
-        add(f"  {decoded.error}")
+        lines.append(f"  {decoded.error}")
     if parsed.reasoning:
-        add("reasoning:")
-        add(_indent(_clip(parsed.reasoning)))
+        lines += ["reasoning:", _indent(_clip(parsed.reasoning))]
     if parsed.content:
-        add("content:")
-        add(_indent(parsed.content))
+        lines += ["content:", _indent(parsed.content)]
     if parsed.tool_calls:
-        add("tool calls:")
+        lines.append("tool calls:")
         for call in parsed.tool_calls:
-            add(f"  [{call.index}] {call.name}  id {call.id}")
+            lines.append(f"  [{call.index}] {call.name}  id {call.id}")
             args = call.parsed_arguments
-            pretty = orjson.dumps(args).decode() if args is not None else call.arguments
-            add(_indent(_clip(pretty)))
+            lines.append(_indent(_clip(orjson.dumps(args).decode() if args is not None else call.arguments)))
     if not parsed.content and not parsed.tool_calls and not parsed.reasoning and chunks:
-        add("body:")
-        add(_indent(_clip(decoded.body.decode("utf-8", "replace"))))
+        lines += ["body:", _indent(_clip(decoded.body.decode("utf-8", "replace")))]
     tail = [f"finish_reason {parsed.finish_reason}"] if parsed.finish_reason else []
     if parsed.usage:
         tail.append("usage " + " ".join(f"{k}={v}" for k, v in parsed.usage.items() if not isinstance(v, dict)))
     if tail:
-        add(", ".join(tail))
+        lines.append(", ".join(tail))
     if parsed.findings:
-        add("findings: " + ", ".join(parsed.findings))
-    if record.redacted:
-        add("redacted: " + ", ".join(record.redacted))
-    return "\n".join(lines) + "\n"
+        lines.append("findings: " + ", ".join(parsed.findings))
+    return lines
 
 
 def _message_text(message: dict[str, Any]) -> str:
