@@ -6,11 +6,15 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.core.errors import BenchError
 from bench.core.spool import fetch_all, spool_folder, upload_leftovers
 from bench.core.storage import is_url, upload
+
+if TYPE_CHECKING:
+    from bench.catalog.driver.config import RecordConfig
+    from bench.catalog.driver.record_run import RecordSummary
 
 
 def register(subparsers: Any) -> None:
@@ -84,34 +88,56 @@ def _seed_flags(fixed: int | None, per_epoch: int | None) -> dict[str, Any]:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from bench.catalog.driver.config import RecordConfig, build_config, check_ready, load_config_file, repeated
     from bench.catalog.driver.progress import make_reporter
     from bench.catalog.driver.record_run import record
-    from bench.catalog.driver.resume import read_run
     from bench.scorer.checked_catalog import load_catalog
 
     _positive("epochs", args.epochs)
     _positive("concurrency", args.concurrency)
-    if args.models:
-        twice = repeated(args.models)
-        if twice:
-            print(
-                f"bench record: warning: --model {', '.join(twice)} given more than once: recorded once "
-                "(--epochs N repeats each test)",
-                file=sys.stderr,
-            )
-            args.models = list(dict.fromkeys(args.models))
-    remote: str | None = None
-    if args.out is not None and is_url(args.out):
-        # Recorded locally first (every crash-safety guarantee of a local cassette), uploaded once closed.
-        # bench's own folder for this URL (never the user's ./cassettes): only what bench wrote there is uploaded.
-        args.spool = spool_folder(args.out, args.spool)
-        remote, args.out = args.out, str(args.spool)
-        # A cassette a killed `bench record` closed but did not upload goes first (verified), before any fetch.
-        for line in upload_leftovers(args.spool, remote):
-            print(line, flush=True)
-        if args.resume:
-            fetch_all(remote, args.spool)  # the run's earlier cassettes, to see what it is missing
+    _once_each(args)
+    remote = _spooled(args)
+    cfg = _config(args)
+    catalog = load_catalog(args.catalog or (Path(cfg.catalog) if cfg.catalog else None))
+    reporter = make_reporter(args.quiet, cfg.progress_every)
+    summary = asyncio.run(record(cfg, catalog, resume=args.resume, reporter=reporter, handle_signals=True))
+    return _said(summary, cfg, remote)
+
+
+def _once_each(args: argparse.Namespace) -> None:
+    """A model given twice is recorded once, with a warning (results would otherwise read as false retries)."""
+    from bench.catalog.driver.config import repeated
+
+    twice = repeated(args.models) if args.models else []
+    if twice:
+        print(
+            f"bench record: warning: --model {', '.join(twice)} given more than once: recorded once "
+            "(--epochs N repeats each test)",
+            file=sys.stderr,
+        )
+        args.models = list(dict.fromkeys(args.models))
+
+
+def _spooled(args: argparse.Namespace) -> str | None:
+    """For `--out URL`: record into bench's own spool folder for that URL (never the user's ./cassettes), uploading
+    what a killed run left there first; returns the URL, or None for a local --out."""
+    if args.out is None or not is_url(args.out):
+        return None
+    # Recorded locally first (every crash-safety guarantee of a local cassette), uploaded once closed.
+    args.spool = spool_folder(args.out, args.spool)
+    remote, args.out = str(args.out), str(args.spool)
+    # A cassette a killed `bench record` closed but did not upload goes first (verified), before any fetch.
+    for line in upload_leftovers(args.spool, remote):
+        print(line, flush=True)
+    if args.resume:
+        fetch_all(remote, args.spool)  # the run's earlier cassettes, to see what it is missing
+    return remote
+
+
+def _config(args: argparse.Namespace) -> RecordConfig:
+    """The run's settings: flags over bench.yaml over a resumed run's own (its header), checked."""
+    from bench.catalog.driver.config import RecordConfig, build_config, check_ready, load_config_file
+    from bench.catalog.driver.resume import read_run
+
     flags: dict[str, Any] = {
         "upstream": args.upstream,
         "models": args.models,
@@ -134,9 +160,12 @@ def run_record(args: argparse.Namespace) -> int:
         values.update(load_config_file(args.config))
     cfg = build_config(values, flags)
     check_ready(cfg)
-    catalog = load_catalog(args.catalog or (Path(cfg.catalog) if cfg.catalog else None))
-    reporter = make_reporter(args.quiet, cfg.progress_every)
-    summary = asyncio.run(record(cfg, catalog, resume=args.resume, reporter=reporter, handle_signals=True))
+    return cfg
+
+
+def _said(summary: RecordSummary, cfg: RecordConfig, remote: str | None) -> int:
+    """What the run did, the cassette (uploaded for --out URL), and what to run next; the exit code."""
+    from bench.catalog.driver.config import RecordConfig
 
     out_arg = f" --out {cfg.out}" if cfg.out != RecordConfig().out else ""
     if summary.skipped_complete:
