@@ -189,17 +189,40 @@ def compare(first: Scores | Stream | Side, second: Scores | Stream | Side) -> Co
             )
     ia, ib = a.index, b.index
     shared = sorted(set(ia) & set(ib))
-    both: list[tuple[Key, Paired, Paired]] = []
-    not_comparable = hash_changed = 0
-    for key in shared:
-        ra, rb = ia[key], ib[key]
-        if ra.status == "scored" and rb.status == "scored":
-            both.append((key, ra, rb))
-            hash_changed += ra.test_hash != rb.test_hash
-        else:
-            not_comparable += 1
+    both = [(key, ia[key], ib[key]) for key in shared if ia[key].status == "scored" and ib[key].status == "scored"]
+    hash_changed = sum(ra.test_hash != rb.test_hash for _key, ra, rb in both)
     if hash_changed:
         warnings.append(f"{hash_changed} paired result(s) were recorded from different versions of their test")
+    regressions, improvements = _flips(both, a, b)
+    deltas = paired_deltas(both)
+    comparison = Comparison(
+        a=a.source,
+        b=b.source,
+        rule=RULE,
+        threshold=ALPHA / max(1, len(deltas)),
+        deltas=deltas,
+        regressions=regressions,
+        improvements=improvements,
+        paired=len(shared),
+        not_comparable=len(shared) - len(both),
+        only_a=len(set(ia) - set(ib)),
+        only_b=len(set(ib) - set(ia)),
+        warnings=warnings,
+        speed=[SpeedRow(m, a.speed.get(m), b.speed.get(m)) for m in sorted(set(a.speed) | set(b.speed))],
+    )
+    for d in deltas:
+        d.significant = d.p_value < comparison.threshold
+        if d.significant:
+            d.verdict = "significant regression" if d.regressed > d.improved else "significant improvement"
+    if comparison.only_a or comparison.only_b:
+        warnings.append(
+            f"{comparison.only_a} result(s) only in A and {comparison.only_b} only in B: the runs cover different tests"
+        )
+    return comparison
+
+
+def _flips(both: list[tuple[Key, Paired, Paired]], a: Side, b: Side) -> tuple[list[Change], list[Change]]:
+    """(regressions, improvements): the paired results that passed on one side and failed on the other."""
     regressions: list[Change] = []
     improvements: list[Change] = []
     for (model, test, epoch), ra, rb in both:
@@ -218,31 +241,7 @@ def compare(first: Scores | Stream | Side, second: Scores | Stream | Side) -> Co
             show_commands(run, loser),
         )
         (regressions if pa else improvements).append(change)
-    deltas = paired_deltas(both)
-    comparison = Comparison(
-        a=a.source,
-        b=b.source,
-        rule=RULE,
-        threshold=ALPHA / max(1, len(deltas)),
-        deltas=deltas,
-        regressions=regressions,
-        improvements=improvements,
-        paired=len(shared),
-        not_comparable=not_comparable,
-        only_a=len(set(ia) - set(ib)),
-        only_b=len(set(ib) - set(ia)),
-        warnings=warnings,
-        speed=[SpeedRow(m, a.speed.get(m), b.speed.get(m)) for m in sorted(set(a.speed) | set(b.speed))],
-    )
-    for d in deltas:
-        d.significant = d.p_value < comparison.threshold
-        if d.significant:
-            d.verdict = "significant regression" if d.regressed > d.improved else "significant improvement"
-    if comparison.only_a or comparison.only_b:
-        warnings.append(
-            f"{comparison.only_a} result(s) only in A and {comparison.only_b} only in B: the runs cover different tests"
-        )
-    return comparison
+    return regressions, improvements
 
 
 def paired_deltas(both: list[tuple[Key, Paired, Paired]]) -> list[Delta]:
