@@ -55,64 +55,70 @@ async def diagnose(upstream: str, api_key: str | None, model: str | None) -> lis
         if model is None:
             checks.append(Check("streaming call", False, "no model to try; pass --model"))
             return checks
-        headers = {"Content-Type": "application/json", **auth_headers(api_key)}
-        url = f"{base}/v1/chat/completions"
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": [{"role": "user", "content": "Say hello in five words."}],
-            "max_tokens": 32,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        t0 = time.monotonic()
-        res = await post_chat(session, url, orjson.dumps(body), headers, timeout=PROBE_TIMEOUT, idle_timeout=30.0)
-        parsed = res.parsed
-        if res.kind != OK or parsed is None:
-            checks.append(Check("streaming call", False, f"{model}: {res.kind} {res.error or ''}".strip()))
-        else:
-            ttft = parsed.timing.ttft_us
-            checks.append(
-                Check(
-                    "streaming call",
-                    True,
-                    f"{model}: {parsed.timing.n_events} events, TTFT "
-                    f"{(ttft or 0) / 1000:.0f} ms, {time.monotonic() - t0:.2f} s total",
-                )
-            )
-            usage = parsed.usage
-            checks.append(
-                Check(
-                    "usage in streams",
-                    usage is not None,
-                    f"completion_tokens={usage.get('completion_tokens')}"
-                    if usage
-                    else "no usage chunk with stream_options.include_usage: token counts will be estimated",
-                    False,
-                )
-            )
-            fp = parsed.system_fingerprint
-            checks.append(
-                Check("system_fingerprint", fp is not None, fp or "not sent: backend changes go unnoticed", False)
-            )
-        tool_body: dict[str, Any] = {
-            "model": model,
-            "messages": [{"role": "user", "content": "What is the weather in Paris? Use the tool."}],
-            "tools": [WEATHER_TOOL],
-            "max_tokens": 128,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        res = await post_chat(session, url, orjson.dumps(tool_body), headers, timeout=PROBE_TIMEOUT, idle_timeout=30.0)
-        calls = res.parsed.tool_calls if res.parsed is not None else []
-        if res.kind != OK:
-            checks.append(Check("tool call", False, f"{res.kind} {res.error or ''}".strip()))
-        elif not calls:
-            checks.append(Check("tool call", False, "the model answered without calling the tool", False))
-        else:
-            c = calls[0]
-            detail = f"{c.name}({c.arguments})" + ("" if c.valid_json else " - arguments are not valid JSON")
-            checks.append(Check("tool call", c.valid_json, detail, False))
+        probe = _Probe(
+            session, f"{base}/v1/chat/completions", {"Content-Type": "application/json", **auth_headers(api_key)}
+        )
+        checks.extend(await _streaming_checks(probe, model))
+        checks.append(await _tool_check(probe, model))
     return checks
+
+
+@dataclass(frozen=True)
+class _Probe:
+    session: aiohttp.ClientSession
+    url: str
+    headers: dict[str, str]
+
+    async def send(self, body: dict[str, Any]) -> Any:
+        data = orjson.dumps(body)
+        return await post_chat(self.session, self.url, data, self.headers, timeout=PROBE_TIMEOUT, idle_timeout=30.0)
+
+
+async def _streaming_checks(probe: _Probe, model: str) -> list[Check]:
+    """A short streamed answer: does it stream, with usage and a system fingerprint?"""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Say hello in five words."}],
+        "max_tokens": 32,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    t0 = time.monotonic()
+    res = await probe.send(body)
+    parsed = res.parsed
+    if res.kind != OK or parsed is None:
+        return [Check("streaming call", False, f"{model}: {res.kind} {res.error or ''}".strip())]
+    ttft = parsed.timing.ttft_us
+    took = f"{parsed.timing.n_events} events, TTFT {(ttft or 0) / 1000:.0f} ms, {time.monotonic() - t0:.2f} s total"
+    usage = parsed.usage
+    said = f"completion_tokens={usage.get('completion_tokens')}" if usage else ""
+    said = said or "no usage chunk with stream_options.include_usage: token counts will be estimated"
+    fp = parsed.system_fingerprint
+    return [
+        Check("streaming call", True, f"{model}: {took}"),
+        Check("usage in streams", usage is not None, said, False),
+        Check("system_fingerprint", fp is not None, fp or "not sent: backend changes go unnoticed", False),
+    ]
+
+
+async def _tool_check(probe: _Probe, model: str) -> Check:
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": "What is the weather in Paris? Use the tool."}],
+        "tools": [WEATHER_TOOL],
+        "max_tokens": 128,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    res = await probe.send(body)
+    calls = res.parsed.tool_calls if res.parsed is not None else []
+    if res.kind != OK:
+        return Check("tool call", False, f"{res.kind} {res.error or ''}".strip())
+    if not calls:
+        return Check("tool call", False, "the model answered without calling the tool", False)
+    c = calls[0]
+    detail = f"{c.name}({c.arguments})" + ("" if c.valid_json else " - arguments are not valid JSON")
+    return Check("tool call", c.valid_json, detail, False)
 
 
 def render(checks: list[Check]) -> str:
