@@ -113,4 +113,4 @@ def test_rescore_as_root_of_a_user_namespace_finishes(tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr and "could not be evaluated" not in run.stdout
     assert len([line for line in run.stderr.splitlines() if "sandbox" in line]) <= 1
     results = [r for line in out.read_bytes().splitlines() if (r := orjson.loads(line))["kind"] == "result"]
-    assert len(results) == 176 and not [r for r in results if r.get("failure_type") == "evaluator_error"]
+    assert len(results) == 208 and not [r for r in results if r.get("failure_type") == "evaluator_error"]

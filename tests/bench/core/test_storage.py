@@ -52,7 +52,7 @@ def test_rescore_and_ls_read_s3_urls(s3: Any, tmp_path: Path, capsys: pytest.Cap
 
     assert main(["cassette", "ls", f"s3://{BUCKET}/runs"]) == 0
     out = capsys.readouterr().out
-    assert "run-1.cassette" in out and "180" in out
+    assert "run-1.cassette" in out and "212" in out
     assert main(["cassette", "show", f"s3://{BUCKET}/runs/run-1.cassette"]) == 0
     assert "run-1.cassette" in capsys.readouterr().out
 
