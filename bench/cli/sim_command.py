@@ -20,6 +20,9 @@ def register(subparsers: Any) -> None:
         "--tokens-per-second", type=float, default=0.0, help="streaming speed per request (default 0: no delay)"
     )
     p.add_argument("--api-key", default=None, help="require this key (default: accept any)")
+    p.add_argument(
+        "--max-concurrency", type=int, default=None, metavar="N", help="answer N requests at once; the rest wait"
+    )
     p.set_defaults(handler=run)
 
 
@@ -28,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    if args.max_concurrency is not None and args.max_concurrency < 1:
+        from bench.core.errors import BenchError
+
+        raise BenchError(f"--max-concurrency must be at least 1 (got {args.max_concurrency})")
     from bench.catalog.sim import start_sim
     from bench.catalog.sim.behaviours import BEHAVIOURS
 
@@ -37,6 +44,7 @@ async def _serve(args: argparse.Namespace) -> int:
         ttft_ms=args.ttft_ms,
         tokens_per_second=args.tokens_per_second,
         api_key=args.api_key,
+        max_concurrency=args.max_concurrency,
     )
     print(f"bench sim: serving {sim.base_url} ({len(sim.sim.index)} catalog tests known)", flush=True)
     print(f"models: {', '.join(sorted(BEHAVIOURS))} (append +429, +500, +truncate, +stall for faults)", flush=True)

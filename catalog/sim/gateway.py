@@ -25,7 +25,16 @@ from bench.catalog.sim.legacy import (
 )
 from bench.catalog.sim.reply import Reply, SimRequest
 from bench.catalog.sim.responses import encode_response_body, encode_response_stream
-from bench.catalog.sim.stream import Meta, count_prompt_tokens, encode_body, encode_stream, error_body, limit_reply
+from bench.catalog.sim.stream import (
+    Meta,
+    count_prompt_tokens,
+    encode_body,
+    encode_stream,
+    error_body,
+    forced_length,
+    limit_reply,
+    pad_reply,
+)
 from bench.core.errors import BenchError
 from bench.core.responses_request import chat_from_responses
 from bench.core.serving import listen
@@ -46,6 +55,9 @@ class SimStats:
     in_flight: Counter[str] = field(default_factory=Counter)
     max_in_flight: Counter[str] = field(default_factory=Counter)
     max_in_flight_total: int = 0
+    # With --max-concurrency: requests being answered at once (the others wait for a slot), and the most there were.
+    answering: int = 0
+    max_answering: int = 0
     faults: Counter[str] = field(default_factory=Counter)
     # (monotonic seconds, model, request key, fault kind or None) per chat request.
     log: list[tuple[float, str, str, str | None]] = field(default_factory=list)
@@ -68,9 +80,17 @@ def _json_error(status: int, message: str, headers: Mapping[str, str] | None = N
 
 class Simulator:
     def __init__(
-        self, *, ttft_ms: float, tokens_per_second: float, catalog: Catalog | None, api_key: str | None = None
+        self,
+        *,
+        ttft_ms: float,
+        tokens_per_second: float,
+        catalog: Catalog | None,
+        api_key: str | None = None,
+        max_concurrency: int | None = None,
     ) -> None:
         self.ttft = max(0.0, ttft_ms) / 1000.0
+        # A server's slots: requests beyond them wait in line (their TTFT grows), as a batch-limited server's do.
+        self.slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self.tps = max(0.0, tokens_per_second)
         self.index = CatalogIndex(catalog)
         self.api_key = api_key
@@ -160,7 +180,15 @@ class Simulator:
         if fault is not None:
             self.stats.faults[fault.kind] += 1
         try:
-            return await self._answer(request, chat_body, model, base, messages, fault, api)
+            if self.slots is None:
+                return await self._answer(request, chat_body, model, base, messages, fault, api)
+            async with self.slots:
+                self.stats.answering += 1
+                self.stats.max_answering = max(self.stats.max_answering, self.stats.answering)
+                try:
+                    return await self._answer(request, chat_body, model, base, messages, fault, api)
+                finally:
+                    self.stats.answering -= 1
         finally:
             self.stats.leave(model)
 
@@ -205,6 +233,9 @@ class Simulator:
         tools = body.get("tools") or []
         req = SimRequest(model=model, body=body, messages=messages, tools=tools, test=test, turn=turn)
         reply = BEHAVIOURS[base](req)
+        forced = forced_length(body)
+        if forced is not None:
+            reply = pad_reply(reply, forced)
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
         reply, completion_tokens = limit_reply(reply, max_tokens if isinstance(max_tokens, int) else None)
         prefix = {CHAT_API: "chatcmpl", RESPONSES_API: "resp", COMPLETIONS_API: "cmpl"}[api]
@@ -328,6 +359,7 @@ async def start_sim(
     tokens_per_second: float = 0.0,
     catalog: Catalog | None = None,
     api_key: str | None = None,
+    max_concurrency: int | None = None,
 ) -> RunningSim:
     """Serve the simulator; `catalog=None` loads the built-in catalog (the oracle needs it to recognise tests)."""
     sim = Simulator(
@@ -335,6 +367,7 @@ async def start_sim(
         tokens_per_second=tokens_per_second,
         catalog=catalog if catalog is not None else default_catalog(),
         api_key=api_key,
+        max_concurrency=max_concurrency,
     )
     runner, _, url = await listen(sim.app(), host, port)
     return RunningSim(sim, runner, url)

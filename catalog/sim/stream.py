@@ -55,6 +55,30 @@ def limit_reply(reply: Reply, max_tokens: int | None) -> tuple[Reply, int]:
     return reply, len(pieces) + calls_tokens
 
 
+FILLER = split_tokens(" and so the answer goes on")
+
+
+def forced_length(body: Mapping[str, Any]) -> int | None:
+    """The output length a request forces (vLLM's `ignore_eos` with `max_tokens`, or `min_tokens`), if any."""
+    wanted = body.get("min_tokens")
+    if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0:
+        return min(wanted, 1 << 16)
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if body.get("ignore_eos") is True and isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        return min(limit, 1 << 16)
+    return None
+
+
+def pad_reply(reply: Reply, tokens: int) -> Reply:
+    """A text reply made `tokens` tokens long, as a server that ignores its end-of-sequence token goes on."""
+    if reply.tool_calls:
+        return reply
+    pieces = split_tokens(reply.content)
+    while len(pieces) < tokens:
+        pieces.append(FILLER[len(pieces) % len(FILLER)])
+    return Reply(content="".join(pieces[:tokens]), finish_reason=reply.finish_reason)
+
+
 def _event(meta: Meta, **fields: Any) -> bytes:
     """One SSE event holding a chat.completion.chunk with the envelope every chunk of a stream shares."""
     obj = {

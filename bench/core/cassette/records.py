@@ -61,6 +61,25 @@ class Settings(msgspec.Struct, gc=False):
     match: MatchSettings | msgspec.UnsetType | None = msgspec.UNSET
 
 
+class LoadMeta(msgspec.Struct, gc=False):
+    """`header.run.load`: how `bench load` loaded the upstream (docs/load.md). Each exchange names its level in its
+    tags (`level`, `load`, `phase`, and `at`, `late` for scheduled arrivals); this says what the run as a whole was."""
+
+    workload: Name = ""  # where the requests came from: catalog, synthetic, dataset, replay (or a plugged-in source)
+    source: Text | None = None  # the dataset file, the replayed cassettes, the synthetic lengths, as given
+    arrival: Name = ""  # constant, poisson, gamma, replay, or closed (fixed concurrency)
+    burstiness: float | None = None  # gamma shape (1: Poisson)
+    levels: Text = ""  # the levels as asked: "sweep 6", "rate 1,2,4", "concurrency 1,4,16", "replay x2"
+    duration_s: Seconds | None = None  # each level's length, or
+    requests: Count | None = None  # each level's request count
+    warmup: Name | None = None  # excluded from each level's figures at its start ("10%", "2s")
+    cooldown: Name | None = None  # and at its end
+    max_concurrency: Count | None = None  # requests in flight at most (open-loop arrivals wait for a slot beyond it)
+    seed: int | None = None  # arrivals and sampling are reproducible from it
+    # The SLO the run was meant for (metric -> ms), the report's default; `bench report --slo` overrides it.
+    slo: dict[Name, float] = msgspec.field(default_factory=dict)
+
+
 class RunMeta(msgspec.Struct, gc=False):
     """`header.run`: the run that the recording driver (`bench record`) was making; empty for a bare proxy."""
 
@@ -81,6 +100,8 @@ class RunMeta(msgspec.Struct, gc=False):
     session: Name | msgspec.UnsetType = msgspec.UNSET  # the pytest session that wrote it
     depends_on: dict[Text, Name] | msgspec.UnsetType = msgspec.UNSET  # file -> its hash when recorded
     first_recorded_us: Epoch | msgspec.UnsetType = msgspec.UNSET  # a merged cassette: its oldest recording's time
+    # Written by `bench load` only, absent otherwise.
+    load: LoadMeta | msgspec.UnsetType = msgspec.UNSET
 
 
 class ServedModel(msgspec.Struct, omit_defaults=True, gc=False):
