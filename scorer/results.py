@@ -94,6 +94,18 @@ class Result(msgspec.Struct, tag_field="kind", tag="result", gc=False):
     exchanges: list[ExchangeScore] = msgspec.field(default_factory=list)
     # Tool-using tests only (tools offered or a workspace): the calls against the reference solution's.
     calls: CallsVsReference | None = None
+    level: int | None = None  # the `bench load` level the conversation was sent at (its first exchange's tag)
+
+
+class LoadTag(msgspec.Struct, gc=False):
+    """Where an exchange of a `bench load` run stands in it: its level and phase, and for a scheduled arrival when it
+    was due and how late the generator sent it (its `X-Bench-*` tags, docs/load.md)."""
+
+    level: int = 0
+    load: str = ""  # the level's load: "rate=4.5", "concurrency=8", "synchronous=1", "throughput=64", "replay=2"
+    phase: str = "measure"  # warmup | measure | cooldown: only `measure` counts in a level's figures
+    at_us: int | None = None  # the arrival's scheduled offset from the level's start
+    late_us: int | None = None  # how much later than that the generator sent it
 
 
 class TrafficLine(msgspec.Struct, tag_field="kind", tag="traffic", gc=False):
@@ -127,6 +139,9 @@ class TrafficLine(msgspec.Struct, tag_field="kind", tag="traffic", gc=False):
     n_events: int = 0
     system_fingerprint: str | None = None
     unknown_events: dict[str, int] = msgspec.field(default_factory=dict)
+    # The exchange's end (the cassette's timing.end), from its start: with `started`, when it was in flight.
+    end_us: int | None = None
+    load: LoadTag | None = None  # an exchange `bench load` sent
 
     def key(self) -> tuple[str, int, str]:
         """The scores file's order of traffic lines."""

@@ -14,7 +14,7 @@ from bench.core.cassette.records import Exchange
 from bench.core.clients import client_family, header
 from bench.core.parsed import ParsedExchange
 from bench.core.usage import usage_tokens
-from bench.scorer.results import TrafficLine
+from bench.scorer.results import LoadTag, TrafficLine
 from bench.scorer.rules import request_text
 from bench.scorer.scoring import compact_itl, short_name
 
@@ -28,6 +28,32 @@ def counted_input_tokens(parsed: ParsedExchange) -> int | None:
     if doc is None:
         return None
     return len(_WORDISH.findall(request_text(doc)))
+
+
+PHASES = ("warmup", "measure", "cooldown")
+
+
+def _whole(value: str | None) -> int | None:
+    """A tag's whole number (tags are untrusted text: anything else is no number)."""
+    if value is None or not value.lstrip("-").isdigit() or len(value) > 18:
+        return None
+    return int(value)
+
+
+def load_tag(tags: Mapping[str, str]) -> LoadTag | None:
+    """The `bench load` tags of an exchange (docs/load.md), or None: not sent by `bench load`, or tags that do not
+    say a level (a level that is not a whole number, an unknown phase)."""
+    level = _whole(tags.get("level"))
+    phase = tags.get("phase", "measure")
+    if level is None or level < 0 or phase not in PHASES:
+        return None
+    return LoadTag(
+        level=level,
+        load=str(tags.get("load") or "")[:64],
+        phase=phase,
+        at_us=_whole(tags.get("at")),
+        late_us=_whole(tags.get("late")),
+    )
 
 
 def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model: str) -> TrafficLine:
@@ -66,6 +92,8 @@ def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model
         n_events=timing.n_events,
         system_fingerprint=short_name(parsed.system_fingerprint),
         unknown_events=_unknown_events(parsed.unknown_events),
+        end_us=record.timing.end,
+        load=load_tag(record.tags),
     )
 
 

@@ -34,7 +34,7 @@ from bench.scorer.recognise import Recogniser
 from bench.scorer.results import CassetteInfo, Result, TrafficLine, Verdict
 from bench.scorer.rules import Rule, as_chat, rule_spec
 from bench.scorer.scoring import conversation_result, request_settings, score_conversation, slim, to_int
-from bench.scorer.traffic_lines import traffic_entry
+from bench.scorer.traffic_lines import load_tag, traffic_entry
 
 Key = tuple[str, str, str, int]  # run, model, test, epoch
 # A record the parser cannot read (a field of the wrong type): reported and skipped, never the end of the rescore.
@@ -89,12 +89,15 @@ class Group:
     # the hash they count as recorded with (their request is the test's, so they are not stale).
     spec: TestSpec | None = None
     recorded: str | None = None
+    level: int | None = None  # the `bench load` level of its first exchange
 
     def add(self, turn: Turn, parsed: ParsedExchange) -> None:
         self.turns.append(turn)
         order = (turn.turn, turn.attempt)
         if self.first is None or order < self.first:
             self.first, self.settings = order, request_settings(parsed)
+            tag = load_tag(parsed.tags)
+            self.level = tag.level if tag is not None else None
 
 
 @dataclass(frozen=True)
@@ -355,4 +358,5 @@ def build_result(key: Key, group: Group, test: TestSpec | None, recorded: str | 
         failure_type=verdict.failure_type,
         checks=verdict.checks,
         calls=verdict.calls,
+        level=group.level,
     )
