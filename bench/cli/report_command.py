@@ -36,6 +36,7 @@ def register(subparsers: Any) -> None:
     )
     report.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _prices(report)
+    _slo(report)
     _jobs(report)
     report.set_defaults(handler=_with_progress("bench report", run_report))
 
@@ -89,6 +90,15 @@ def _prices(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _slo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--slo",
+        nargs="+",
+        metavar="METRIC:MS",
+        help="a load run's SLO for goodput, e.g. ttft:200 tpot:50 e2el:5000 (default: the one it was recorded with)",
+    )
+
+
 def _jobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", "-j", type=int, default=1, metavar="N", help="processes when rescoring cassettes in memory"
@@ -97,12 +107,14 @@ def _jobs(parser: argparse.ArgumentParser) -> None:
 
 def run_report(args: argparse.Namespace) -> int:
     from bench.scorer.report import aggregate, load
+    from bench.scorer.report.slo import parse_slo
 
     fmt = formats.choose(args.format, args.out, report=True)
     prices = _load_prices(getattr(args, "prices", None))
+    slo = parse_slo(args.slo) if args.slo else None
     # One pass over the scores file as it is read: memory bounded by the report's groups, not the run's exchanges.
     with load.stream(args.path, jobs=_check_jobs(args.jobs)) as scores:
-        report = aggregate.build(scores, prices)
+        report = aggregate.build(scores, prices, slo)
     _render(fmt, args.out, formats.report_document(report))
     return 0
 

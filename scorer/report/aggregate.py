@@ -10,12 +10,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import orjson
 
 from bench.scorer.caveats import MAX_TOKENS, NO_FINISH, REPLAYED, CaveatTally, result_flags
 from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.report.cost import Cost, CostTally, Prices
 from bench.scorer.report.latency import Timing, TimingTally, distribution, task_seconds
+from bench.scorer.report.levels import Levels, LevelsTally
 from bench.scorer.report.load import Scores, Stream, paused_gc
 from bench.scorer.report.stats import pass_at_k, pass_hat_k, wilson
 from bench.scorer.report.traffic import Traffic, TrafficTally
@@ -220,14 +222,16 @@ class Report:
     replayed_timing: list[str] = field(default_factory=list)
     tasks: list[TaskTime] = field(default_factory=list)
     calls: list[CallsRow] = field(default_factory=list)
+    levels: Levels | None = None  # a `bench load` run's levels (docs/load.md)
 
 
-def build(scores: Scores | Stream, prices: Prices | None = None) -> Report:
-    """Aggregate one scores file (or an in-memory rescore) into a Report, with cost when given a price table.
+def build(scores: Scores | Stream, prices: Prices | None = None, slo: dict[str, float] | None = None) -> Report:
+    """Aggregate one scores file (or an in-memory rescore) into a Report, with cost when given a price table, and a
+    load run's goodput for `slo` (default: the SLO the run was recorded with, if any).
 
     Results and traffic lines are taken one at a time, in the file's order, so a Stream (a scores file read as it
     is aggregated) needs memory for the groups the report counts, not for the exchanges."""
-    tally = ReportTally(prices, scores.meta)
+    tally = ReportTally(prices, scores.meta, slo if slo is not None else recorded_slo(scores.meta))
     with paused_gc():
         if isinstance(scores, Stream):
             for line in scores.lines:
@@ -246,13 +250,17 @@ def build(scores: Scores | Stream, prices: Prices | None = None) -> Report:
 class ReportTally:
     """A report's numbers gathered a result and a traffic line at a time."""
 
-    def __init__(self, prices: Prices | None = None, meta: Meta | None = None) -> None:
+    def __init__(
+        self, prices: Prices | None = None, meta: Meta | None = None, slo: dict[str, float] | None = None
+    ) -> None:
         self.models: dict[str, ModelTally] = {}
         self.traffic = TrafficTally()
         self.cost = CostTally(prices) if prices is not None else None
         self.caveats = CaveatTally(meta or Meta())
+        self.levels = LevelsTally(slo or {})
 
     def result(self, result: Result) -> None:
+        self.levels.result(result)
         model = str(result.model)
         tally = self.models.get(model)
         if tally is None:
@@ -262,6 +270,7 @@ class ReportTally:
 
     def traffic_line(self, entry: TrafficLine) -> None:
         self.traffic.add(entry)
+        self.levels.traffic_line(entry)
         if self.cost is not None:
             self.cost.add(entry)
 
@@ -284,8 +293,11 @@ class ReportTally:
             replayed_timing=[m for m in models if self.caveats.per_model[m][REPLAYED]],
             tasks=[scans[m].tasks for m in models if scans[m].tasks.results],
             calls=[scans[m].calls for m in models if scans[m].calls.results],
+            levels=self.levels.finish(),
         )
         report.warnings = self.caveats.lines() + warnings(report, {m: scans[m].fingerprints for m in models})
+        if report.levels is not None:
+            report.warnings.extend(report.levels.warnings)
         changes = report.traffic.fingerprint_changes
         if changes:
             report.warnings.append(
@@ -517,6 +529,15 @@ def _distinct(values: Iterable[Any]) -> list[str]:
 
 def model_settings(model: str, results: Iterable[Result]) -> ModelSettings:
     return scan(model, results).settings
+
+
+def recorded_slo(meta: Meta) -> dict[str, float]:
+    """The SLO a `bench load` run was recorded with (its first cassette that says one)."""
+    for cassette in meta.cassettes:
+        load = cassette.run_meta.load
+        if not isinstance(load, msgspec.UnsetType) and load.slo:
+            return dict(load.slo)
+    return {}
 
 
 def run_info(meta: Meta) -> RunInfo:

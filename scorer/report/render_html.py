@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from html import escape
 
 from bench.scorer.report import svg
 from bench.scorer.report.aggregate import Report
 from bench.scorer.report.cells import Section
-from bench.scorer.report.latency import CDF
+from bench.scorer.report.latency import CDF, Dist
+from bench.scorer.report.levels import LevelRow, Levels, x_value
 from bench.scorer.report.sections import sections
 
 CSS = """
@@ -41,7 +44,8 @@ def html_table(section: Section) -> str:
 
 
 def charts(report: Report) -> list[str]:
-    out: list[str] = []
+    # A load run's charts first: they are what its report is read for.
+    out: list[str] = level_charts(report.levels) if report.levels is not None else []
     cells = {
         (r.group, r.model): (r.pass_rate, r.low, r.high)
         for r in report.rates
@@ -62,6 +66,77 @@ def charts(report: Report) -> list[str]:
         out.append(svg.stacked_chart("chart-failures", "Failure types per model", report.models, report.failures))
     out.extend(traffic_charts(report))
     return out
+
+
+def _points(levels: Levels, value: Callable[[LevelRow], float | None]) -> list[tuple[float, float]]:
+    pts = []
+    for row in levels.rows:
+        x, y = x_value(row, levels.x_label), value(row)
+        if x is not None and y is not None:
+            pts.append((x, y))
+    return pts
+
+
+def _dist(attr: str, q: str) -> Callable[[LevelRow], float | None]:
+    def pick(row: LevelRow) -> float | None:
+        dist: Dist = getattr(row.timing, attr)
+        return getattr(dist, q) if dist.count else None
+
+    return pick
+
+
+def _share(value: Callable[[LevelRow], float | None]) -> Callable[[LevelRow], float | None]:
+    def pick(row: LevelRow) -> float | None:
+        found = value(row)
+        return None if found is None else 100 * found
+
+    return pick
+
+
+def level_charts(levels: Levels) -> list[str]:
+    """Each metric against load, one point per level (a load run's levels, docs/load.md)."""
+    x = levels.x_label
+    pts = functools.partial(_points, levels)
+    specs = [
+        ("chart-load-throughput", "Request throughput against load", "requests/s", [
+            ("completed", pts(lambda r: r.request_throughput)), ("goodput", pts(lambda r: r.goodput)),
+            ("sent", pts(lambda r: r.sent_per_s)),
+        ]),
+        ("chart-load-tokens", "Token throughput against load", "tokens/s", [
+            ("output", pts(lambda r: r.output_throughput)), ("total", pts(lambda r: r.total_throughput)),
+        ]),
+        ("chart-load-ttft", "TTFT against load", "milliseconds", [
+            ("p50", pts(_dist("ttft_ms", "p50"))), ("p99", pts(_dist("ttft_ms", "p99"))),
+        ]),
+        ("chart-load-itl", "ITL and TPOT against load", "milliseconds", [
+            ("ITL p50", pts(_dist("itl_ms", "p50"))), ("ITL p99", pts(_dist("itl_ms", "p99"))),
+            ("TPOT p50", pts(_dist("tpot_ms", "p50"))),
+        ]),
+        ("chart-load-e2el", "E2EL against load", "milliseconds", [
+            ("p50", pts(_dist("e2el_ms", "p50"))), ("p99", pts(_dist("e2el_ms", "p99"))),
+        ]),
+        ("chart-load-shares", "SLO attainment, pass rate and errors against load", "% of requests", [
+            ("SLO attained", pts(_share(lambda r: r.slo_attainment))),
+            ("passed", pts(_share(lambda r: r.pass_rate))),
+            ("failed", pts(_share(lambda r: r.failed / r.requests if r.requests else None))),
+        ]),
+        ("chart-load-late", "The generator's send lateness against load", "milliseconds", [
+            ("p50", pts(_dist_of("lateness_ms", "p50"))), ("p99", pts(_dist_of("lateness_ms", "p99"))),
+        ]),
+    ]  # fmt: skip
+    return [
+        svg.line_chart(ident, title, x, unit, series)
+        for ident, title, unit, series in specs
+        if any(points for _, points in series)
+    ]
+
+
+def _dist_of(attr: str, q: str) -> Callable[[LevelRow], float | None]:
+    def pick(row: LevelRow) -> float | None:
+        dist: Dist = getattr(row, attr)
+        return getattr(dist, q) if dist.count else None
+
+    return pick
 
 
 def traffic_charts(report: Report) -> list[str]:

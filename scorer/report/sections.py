@@ -6,6 +6,7 @@ from bench.scorer.report.aggregate import Report
 from bench.scorer.report.cells import Section, interval, ms, pct, rate, seconds, triple
 from bench.scorer.report.cost_sections import cost_sections
 from bench.scorer.report.latency import LOOP_LAG_WARN_MS
+from bench.scorer.report.levels_sections import level_sections
 from bench.scorer.report.traffic_sections import traffic_sections
 
 # Flaky lists can run to thousands on a big catalog; the JSON output keeps them all.
@@ -268,6 +269,7 @@ def sections(report: Report) -> list[Section]:
     """Every table of the report, in reading order; empty ones are dropped."""
     all_sections = [
         summary(report),
+        *level_sections(report.levels),
         rate_section(report, "overall", "Pass rate"),
         rate_section(report, "suite", "Pass rate by suite"),
         rate_section(report, "category", "Pass rate by category"),

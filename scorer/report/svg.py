@@ -282,3 +282,42 @@ def stacked_chart(
             )
             x += w
     return chart.svg()
+
+
+def line_chart(
+    ident: str, title: str, x_label: str, y_label: str, series: list[tuple[str, list[tuple[float, float]]]]
+) -> str:
+    """One line per series through its (x, y) points, each point marked and titled with its values: a metric
+    against load."""
+    series = [(name, sorted(pts)) for name, pts in series if pts]
+    plot_h = 220
+    top = 30 + legend_height([n for n, _ in series], LABEL_W + PLOT_W + RIGHT, LABEL_W)
+    height = top + plot_h + 50
+    desc = "; ".join(f"{name}: " + ", ".join(f"{x:g} → {y:.3g}" for x, y in pts[:12]) for name, pts in series)
+    chart = Chart(ident, title, f"{title}, {y_label} against {x_label}. {desc}", LABEL_W + PLOT_W + RIGHT, height)
+    chart.text(10, 18, title, size=14, extra=' font-weight="bold"')
+    legend(chart, LABEL_W, 40, [n for n, _ in series], [colour(i) for i in range(len(series))])
+    x_ticks = nice_ticks(max((x for _, pts in series for x, _ in pts), default=1.0))
+    y_ticks = nice_ticks(max((y for _, pts in series for _, y in pts), default=1.0))
+    x_scale, y_scale = PLOT_W / x_ticks[-1], plot_h / y_ticks[-1]
+    axis_y = top + plot_h
+    x_axis(chart, LABEL_W, axis_y, x_ticks, x_scale, x_label, top)
+    chart.add(f'<line x1="{LABEL_W}" y1="{top}" x2="{LABEL_W}" y2="{axis_y}" stroke="#333"/>')
+    for t in y_ticks:
+        y = axis_y - t * y_scale
+        chart.add(f'<line x1="{LABEL_W}" y1="{y:.1f}" x2="{LABEL_W + PLOT_W}" y2="{y:.1f}" stroke="#eee"/>')
+        chart.text(LABEL_W - 6, y + 4, tick_label(t), anchor="end", size=11)
+    chart.text(LABEL_W - 55, top + plot_h / 2, y_label, anchor="middle", extra=_rotate(LABEL_W - 55, top + plot_h / 2))
+    for i, (name, pts) in enumerate(series):
+        coords = [(LABEL_W + x * x_scale, axis_y - y * y_scale) for x, y in pts]
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
+        chart.add(
+            f'<polyline class="series" points="{path}" fill="none" stroke="{colour(i)}" stroke-width="2.5">'
+            f"<title>{escape(name)}</title></polyline>"
+        )
+        for (x, y), (px, py) in zip(pts, coords, strict=True):
+            chart.add(
+                f'<circle class="point" cx="{px:.1f}" cy="{py:.1f}" r="4" fill="{colour(i)}" data-x="{x:g}" '
+                f'data-y="{y:.6g}"><title>{escape(f"{name}: {y:.4g} at {x:g}")}</title></circle>'
+            )
+    return chart.svg()
