@@ -19,7 +19,9 @@ from bench.scorer.report import formats
 
 if TYPE_CHECKING:
     from bench.scorer.report.cost import CostTally
+    from bench.scorer.report.levels_compare import SamplesTally
     from bench.scorer.report.load import Stream
+    from bench.scorer.results import TrafficLine
 
 
 def register(subparsers: Any) -> None:
@@ -55,6 +57,7 @@ def register(subparsers: Any) -> None:
         "--fail-on-regression", action="store_true", help="exit 1 when B has a statistically significant regression"
     )
     _prices(compare)
+    _slo(compare)
     _jobs(compare)
     compare.set_defaults(handler=_with_progress("bench compare", run_compare))
 
@@ -121,26 +124,41 @@ def run_report(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from bench.scorer.report import compare, compare_sections, load
+    from bench.scorer.report.aggregate import recorded_slo
+    from bench.scorer.report.levels_compare import SamplesTally, compare_levels
+    from bench.scorer.report.slo import parse_slo
 
     fmt = formats.choose(args.format, args.out, report=False)  # refused before any work
     jobs = _check_jobs(args.jobs)
     prices = _load_prices(getattr(args, "prices", None))
+    slo = parse_slo(args.slo) if args.slo else None
     # Each run read in one pass, keeping a small record per result (no checks, no timing); cost, when asked, is
-    # counted from the traffic lines in the same pass.
-    sides, costs = [], []
+    # counted from the traffic lines in the same pass, and a load run's levels kept as a few values per request.
+    sides, costs, samples = [], [], []
     for path in (args.a, args.b):
         with load.stream(path, jobs=jobs) as scores:
+            if slo is None:
+                slo = recorded_slo(scores.meta)  # A's, applied to both sides alike
+            levels = SamplesTally(slo)
             if prices is None:
-                sides.append(compare.side(scores))
+                sides.append(compare.side(_sampled(scores, levels)))
             else:
                 from bench.scorer.report.cost import CostTally
 
                 tally = CostTally(prices)
-                sides.append(compare.side(_costed(scores, tally)))
+                sides.append(compare.side(_costed(_sampled(scores, levels), tally)))
                 costs.append(tally.finish())
+            samples.append(levels.levels)
     result = compare.compare(*sides)
     body = {**dataclasses.asdict(result), "significant_regression": result.significant_regression}
     sections = compare_sections.sections(result)
+    if samples[0] and samples[1]:
+        from bench.scorer.report.levels_sections import compare_section
+
+        deltas, level_warnings = compare_levels(samples[0], samples[1])
+        body["levels"] = {"slo": slo, "deltas": [dataclasses.asdict(d) for d in deltas]}
+        sections.insert(0, compare_section(deltas))
+        result.warnings.extend(level_warnings)
     if prices is not None:
         from bench.scorer.report.cost import cost_delta
         from bench.scorer.report.cost_sections import cost_delta_section
@@ -177,9 +195,24 @@ def run_health(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sampled(scores: Stream, tally: SamplesTally) -> Stream:
+    """The stream with its load levels' values kept by `tally` as they go by."""
+    from bench.scorer.results import Result
+
+    def lines() -> Iterator[Result | TrafficLine]:
+        for line in scores.lines:
+            if isinstance(line, Result):
+                tally.result(line)
+            else:
+                tally.traffic_line(line)
+            yield line
+
+    return dataclasses.replace(scores, lines=lines())
+
+
 def _costed(scores: Stream, tally: CostTally) -> Stream:
     """The stream with its traffic lines counted into `tally` as they go by."""
-    from bench.scorer.results import Result, TrafficLine
+    from bench.scorer.results import Result
 
     def lines() -> Iterator[Result | TrafficLine]:
         for line in scores.lines:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bench.scorer.report.cells import Section, interval, ms, pct, triple
 from bench.scorer.report.levels import LevelRow, Levels
+from bench.scorer.report.levels_compare import LevelDelta
 from bench.scorer.report.slo import describe
 
 
@@ -77,3 +78,41 @@ def level_sections(levels: Levels | None) -> list[Section]:
     if levels is None:
         return []
     return [throughput_section(levels), latency_section(levels), errors_section(levels)]
+
+
+def _value(unit: str, value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    sign = "+" if signed else ""
+    if unit == "share":
+        return f"{100 * value:{sign}.1f}%" if not signed else f"{100 * value:+.1f} pts"
+    if unit == "ms":
+        return f"{value:{sign}.2f}"
+    return f"{value:{sign}.{1 if unit == 'tok/s' else 2}f}"
+
+
+def compare_section(deltas: list[LevelDelta]) -> Section:
+    rows = []
+    for d in deltas:
+        load = d.load_a if d.load_a == d.load_b else f"{d.load_a} → {d.load_b}"
+        span = (
+            "–"
+            if d.low is None or d.high is None
+            else f"[{_value(d.unit, d.low, True)}, {_value(d.unit, d.high, True)}]"
+        )
+        rows.append(
+            [str(d.level), load, f"{d.metric} ({'%' if d.unit == 'share' else d.unit})", _value(d.unit, d.a),
+             _value(d.unit, d.b), _value(d.unit, d.delta, True), span]
+        )  # fmt: skip
+    notes = [
+        "Levels paired by number; B - A with a 95% interval: latency percentiles by bootstrap over requests, request "
+        "throughput and goodput as Poisson counts over wall time, token throughput by bootstrap, shares by "
+        'Newcombe\'s hybrid score interval; ITL (pooled gaps) without one (docs/load.md, "Comparing runs").'
+    ]
+    return Section(
+        "Load levels: B against A",
+        ["level", "load", "metric", "A", "B", "B - A", "95% interval"],
+        rows,
+        notes,
+        numeric={0, 3, 4, 5},
+    )
