@@ -21,6 +21,8 @@ from bench.cli import main
 from bench.core.cassette import CassetteReader
 from bench.core.cassette.records import Exchange
 from bench.core.errors import BenchError
+from bench.scorer.checked_catalog import load_catalog
+from bench.scorer.report import aggregate, load
 from bench.scorer.report.levels import LevelsTally
 from bench.scorer.report.slo import parse_slo
 from bench.scorer.results import LoadTag, Result, TrafficLine
@@ -201,3 +203,21 @@ def _offline_report(folder: Path, slo: str, out: Path) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr
     body: dict[str, Any] = orjson.loads(out.read_bytes())
     return body
+
+
+async def test_the_catalog_under_load_is_scored_per_level(tmp_path: Path) -> None:
+    # The oracle answers every test right: each level's ten conversations (one epoch of the suite) all pass.
+    catalog = load_catalog(None)
+    options = SourceOptions(models=("oracle",), catalog=catalog, suites=("extract",))
+    work = iter(source("catalog").build(options))
+    async with await start_sim(catalog=catalog) as sim:
+        cfg = LoadConfig(
+            upstream=sim.url, models=["oracle"], levels="concurrency", values=[1.0, 3.0],
+            bounds=Bounds(requests=10), out=str(tmp_path / "run"),
+        )  # fmt: skip
+        await run_load(cfg, work, catalog=catalog, log=lambda _: None)
+    with load.stream(tmp_path / "run") as scores:
+        report = aggregate.build(scores)
+    assert report.levels is not None
+    assert [(r.level, r.requests, r.scored, r.passed) for r in report.levels.rows] == [(0, 10, 10, 10), (1, 10, 10, 10)]
+    assert [r.pass_rate for r in report.levels.rows] == [1.0, 1.0]
