@@ -34,6 +34,9 @@ from tests.e2e.test_load_replay_clients import instructor_run  # noqa: E402
 
 async def record(folder: Path, runs: int, gap: float) -> None:
     sim = await start_sim(catalog=None, ttft_ms=20, tokens_per_second=200)
+    # Once straight to the simulator first: the clients' first call imports and builds a lot (over a second with the
+    # event loop blocked), which would bunch the recorded schedule.
+    await asyncio.gather(run_agent(sim.base_url, streamed=True), instructor_run(sim.base_url))
     async with sim, await start_proxy(upstream=sim.url, cassettes=folder) as proxy:
         base = proxy.url + "/v1"
 

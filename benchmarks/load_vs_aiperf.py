@@ -165,13 +165,15 @@ def main() -> None:
     parser.add_argument("--rate", type=float, help="constant arrivals at this rate instead of --concurrency")
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--input", type=int, default=64)
-    parser.add_argument("--output", type=int, default=20)
-    parser.add_argument("--ttft-ms", type=float, default=100.0)
-    parser.add_argument("--tokens-per-second", type=float, default=50.0)
+    parser.add_argument("--output", type=int, help="output tokens (default 20; 64 with --ceiling)")
+    parser.add_argument("--ttft-ms", type=float, help="default 100 (0 with --ceiling)")
+    parser.add_argument("--tokens-per-second", type=float, help="default 50 (1e6 with --ceiling: back to back)")
     parser.add_argument("--ceiling", action="store_true", help="the tools' own ceilings, each on one core")
     args = parser.parse_args()
+    for name, usual, ceiling in (("output", 20, 64), ("ttft_ms", 100.0, 0.0), ("tokens_per_second", 50.0, 1e6)):
+        if getattr(args, name) is None:
+            setattr(args, name, ceiling if args.ceiling else usual)
     if args.ceiling:
-        args.ttft_ms, args.tokens_per_second, args.output = 0.0, 1e6, 64
         args.concurrency, args.requests = max(args.concurrency, 64), max(args.requests, 3000)
     pins = ("0", "1") if args.ceiling else (None, None)
     port = free_port()

@@ -100,7 +100,7 @@ class Bounds:
         cool = self.cooldown.seconds or self.cooldown.share * length_s
         if at_s < warm:
             return WARMUP
-        if at_s >= length_s - cool:
+        if cool and at_s >= length_s - cool:
             return COOLDOWN
         return MEASURE
 

@@ -21,6 +21,8 @@ def test_phases_by_time_and_by_count() -> None:
     assert [b.phase_by_time(t, 10.0) for t in (0.0, 1.99, 2.0, 8.99, 9.0)] == [
         WARMUP, WARMUP, MEASURE, MEASURE, COOLDOWN,
     ]  # fmt: skip
+    # Without a cool-down even the request due at the level's very end is measured (a replayed schedule's last).
+    assert Bounds(duration_s=10.0).phase_by_time(10.0, 10.0) == MEASURE
     c = Bounds(requests=10, warmup=parse_span("20%", ""), cooldown=parse_span("10%", ""))
     assert [c.phase_by_count(i, 10) for i in range(10)] == [WARMUP] * 2 + [MEASURE] * 7 + [COOLDOWN]
 
