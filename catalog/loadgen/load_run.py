@@ -206,25 +206,52 @@ async def run_level(
 ) -> LevelRun:
     if level.kind == "rate":
         due = offsets(cfg.arrival, level.value, burstiness=cfg.burstiness, seed=cfg.seed + level.index)
-        run = await run_open(
+        return await run_open(
             level, cfg.bounds, due, work, dispatcher.send,
             max_concurrency=cfg.max_concurrency, drain_s=cfg.drain_s, stop=stop, arrival=cfg.arrival,
         )  # fmt: skip
-        return run
     if level.kind == "replay":
         items = list(work)
         times = [(w.at_us or 0) / 1e6 / level.value if isinstance(w, LoadRequest) else 0.0 for w in items]
-        bounds = (
-            cfg.bounds
-            if (cfg.bounds.duration_s or cfg.bounds.requests)
-            else Bounds(duration_s=None, requests=None, warmup=cfg.bounds.warmup, cooldown=cfg.bounds.cooldown)
-        )
         return await run_open(
-            level, bounds, iter(times), iter(items), dispatcher.send,
+            level, cfg.bounds, iter(times), iter(items), dispatcher.send,
             max_concurrency=cfg.max_concurrency, drain_s=cfg.drain_s, stop=stop, arrival="replay",
             length_s=times[-1] if times else 0.0,
         )  # fmt: skip
     return await run_closed(level, cfg.bounds, work, dispatcher.send, drain_s=cfg.drain_s, stop=stop)
+
+
+def dispatcher_for(
+    cfg: LoadConfig, session: aiohttp.ClientSession, proxy_url: str, run_id: str, catalog: Catalog | None
+) -> Dispatcher:
+    """What sends the run's work through the proxy; catalog jobs go through the recording driver's conversation
+    loop, with no retries (under load a retry would be an arrival nobody scheduled)."""
+    catalog_sender = None
+    if catalog is not None:
+        record_cfg = RecordConfig(
+            upstream=cfg.upstream, models=cfg.models, max_retries=0, stream=cfg.stream,
+            request_timeout=cfg.request_timeout, idle_timeout=cfg.request_timeout, out=cfg.out,
+        )  # fmt: skip
+        catalog_sender = Sender(session=session, url=f"{proxy_url}/v1", run_id=run_id, cfg=record_cfg)
+    return Dispatcher(session, proxy_url, run_id, cfg.request_timeout, catalog_sender)
+
+
+async def _levels(
+    cfg: LoadConfig, work: Iterator[Work], dispatcher: Dispatcher, stop: asyncio.Event, summary: LoadSummary,
+    say: Callable[[str], None],
+) -> None:  # fmt: skip
+    for level in Plan(cfg).levels(summary.levels):
+        if stop.is_set():
+            return
+        run = await run_level(level, cfg, work, dispatcher, stop)
+        summary.levels.append(run)
+        line, warning = describe(run)
+        say(line)
+        if warning:
+            say(f"bench load: warning: {warning}")
+            summary.warnings.append(warning)
+        if run.sent and not any(s.ok for s in run.sent):
+            raise BenchError(f"{line}: every request failed; check --upstream, --model and the workload")
 
 
 async def run_load(
@@ -235,57 +262,34 @@ async def run_load(
     handle_signals: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> LoadSummary:
-    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    summary = LoadSummary(new_run_id())
+    """Run every level through a recording proxy of its own; the cassette is closed whatever happens."""
     from bench.proxy import start_proxy
 
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    summary = LoadSummary(new_run_id())
     proxy = await start_proxy(
-        upstream=cfg.upstream,
-        cassettes=Path(cfg.out),
-        mode="record",
-        run=run_metadata(summary.run_id, cfg, catalog),
-        upstream_key=cfg.api_key,
-        request_timeout=cfg.request_timeout,
-    )
+        upstream=cfg.upstream, cassettes=Path(cfg.out), mode="record", run=run_metadata(summary.run_id, cfg, catalog),
+        upstream_key=cfg.api_key, request_timeout=cfg.request_timeout,
+    )  # fmt: skip
     summary.cassette = proxy.cassette_path
     session = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0), trust_env=False, timeout=aiohttp.ClientTimeout(total=None)
     )
-    catalog_sender = None
-    if catalog is not None:
-        record_cfg = RecordConfig(
-            upstream=cfg.upstream, models=cfg.models, max_retries=0, stream=cfg.stream,
-            request_timeout=cfg.request_timeout, idle_timeout=cfg.request_timeout, out=cfg.out,
-        )  # fmt: skip
-        catalog_sender = Sender(session=session, url=f"{proxy.url}/v1", run_id=summary.run_id, cfg=record_cfg)
-    dispatcher = Dispatcher(session, proxy.url, summary.run_id, cfg.request_timeout, catalog_sender)
-    stop = asyncio.Event()
     main = asyncio.current_task()
     assert main is not None
-    interrupts = Interrupts(main, lambda: say("\nbench load: stopping after this level's requests"), proxy.hurry)
-    interrupts.stop = stop
+    first = "\nbench load: stopping: no new requests, waiting for those in flight; press Ctrl-C again to quit now"
+    interrupts = Interrupts(main, lambda: say(first), proxy.hurry)
     if handle_signals:
         interrupts.install()
-    plan = Plan(cfg)
     try:
-        for level in plan.levels(summary.levels):
-            if stop.is_set():
-                break
-            run = await run_level(level, cfg, work, dispatcher, stop)
-            summary.levels.append(run)
-            line, warning = describe(run)
-            say(line)
-            if warning:
-                say(f"bench load: warning: {warning}")
-                summary.warnings.append(warning)
-            if run.sent and not any(s.ok for s in run.sent):
-                raise BenchError(f"{line}: every request failed; check --upstream, --model and the workload")
+        dispatcher = dispatcher_for(cfg, session, proxy.url, summary.run_id, catalog)
+        await _levels(cfg, work, dispatcher, interrupts.stop, summary, say)
     except asyncio.CancelledError:
-        main.uncancel()
+        main.uncancel()  # the second Ctrl-C: the cassette must still be closed below
         summary.interrupted = True
     finally:
         interrupts.remove()
-        summary.interrupted = summary.interrupted or stop.is_set()
+        summary.interrupted = summary.interrupted or interrupts.stop.is_set()
         await session.close()
         await proxy.close(interrupted=summary.interrupted, grace=0.0 if summary.interrupted else 10.0)
     return summary

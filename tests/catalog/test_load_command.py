@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -116,3 +117,27 @@ async def test_a_tokenizer_makes_synthetic_prompts_exactly_that_many_tokens(tmp_
     for e in exchanges:
         text = orjson.loads(e.request.body)["messages"][0]["content"]
         assert len(vocab.tokenize(text.encode(), add_bos=False, special=False)) == 37
+
+
+async def test_ctrl_c_stops_sending_and_closes_the_cassette(tmp_path: Path) -> None:
+    out = tmp_path / "stopped"
+    async with await start_sim(catalog=None) as sim:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench", "load", "--upstream", sim.url, "--model", "oracle", "--rate", "20",
+            "--duration", "600", "--synthetic", "input=3,output=2", "--out", str(out), cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        # The cassette exists once the proxy is up; a few sends later, the first Ctrl-C.
+        for _ in range(600):
+            if list(out.glob("*.cassette")):
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 130, err.decode()
+    assert "stopping: no new requests" in err.decode()
+    (path,) = find_cassettes([out])
+    reader = CassetteReader(path)
+    list(reader)
+    assert reader.end is not None and reader.end.interrupted
