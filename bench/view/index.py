@@ -27,6 +27,7 @@ from bench.scorer.report.load import Scores, load, paused_gc, scores_file
 from bench.scorer.report.stats import wilson
 from bench.scorer.results import ExchangeScore, Meta, Result, TrafficLine
 from bench.scorer.scores_io import open_scores, read_result_at
+from bench.view.load_view import LoadTallies
 
 RECENT = 8  # results whose records stay in memory after being opened
 
@@ -103,10 +104,15 @@ class Index:
         self._lock = threading.Lock()  # results are opened from request threads
         self._caveats: list[CaveatTally] = []  # per source
         self.warnings: list[str] = []
+        self.load = LoadTallies()  # `bench load` runs' levels, per source
 
     def add_loaded(self, scores: Scores) -> None:
         """A source whose results are in memory (rescored from cassettes)."""
         s = self._source(scores, None)
+        for result in scores.results:
+            self.load.add(s, result)
+        for entry in scores.traffic:
+            self.load.add(s, entry)
         for result in [*scores.results, *_untagged(scores.results, scores.traffic)]:
             self._held[self._add(s, result, -1)] = result
 
@@ -118,6 +124,7 @@ class Index:
         traffic: list[TrafficLine] = []
         with paused_gc():
             for offset, line in lines:
+                self.load.add(s, line)
                 if isinstance(line, Result):
                     covered.update((line.cassette, e.id) for e in line.exchanges)
                     self._add(s, line, offset)
@@ -131,6 +138,7 @@ class Index:
         self.sources.append(scores)
         self._files.append(path)
         self._caveats.append(CaveatTally(scores.meta))
+        self.load.source(len(self.sources) - 1, scores.meta)
         return len(self.sources) - 1
 
     def _add(self, source: int, result: Result, offset: int) -> int:
@@ -160,6 +168,7 @@ class Index:
         several = len(self.sources) > 1
         for scores, caveats in zip(self.sources, self._caveats, strict=True):
             self.warnings.extend(f"{scores.source}: {line}" if several else line for line in caveats.lines())
+        self.load.finish()
         self.facets = {
             "run": sorted({r.run for r in self.rows}),
             "model": sorted({r.model for r in self.rows}),

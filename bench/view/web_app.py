@@ -162,6 +162,22 @@ async def raw(request: web.Request) -> web.StreamResponse:
     return web.Response(body=body, content_type="text/plain", charset="utf-8")
 
 
+async def load_levels(request: web.Request) -> web.StreamResponse:
+    index = request.app[INDEX_KEY]
+    return _json({"sources": index.load.pages([s.source for s in index.sources])})
+
+
+async def load_chart(request: web.Request) -> web.StreamResponse:
+    try:
+        source = _int(request, "source")
+    except ValueError as exc:
+        return _bad(str(exc))
+    chart = request.app[INDEX_KEY].load.chart(source, request.query.get("chart", ""))
+    if chart is None:
+        return _bad("no such load chart: see /api/load for each source's charts", 404)
+    return web.Response(body=chart.encode(), content_type="image/svg+xml")
+
+
 async def compare_view(request: web.Request) -> web.StreamResponse:
     q = request.query
     # A run id may be empty (traffic scored by rules has none): present is what counts.
@@ -189,4 +205,6 @@ def make_app(index: Index, token: str | None = None, hosts: frozenset[str] | Non
     app.router.add_get("/api/result", result)
     app.router.add_get("/api/raw", raw)
     app.router.add_get("/api/compare", compare_view)
+    app.router.add_get("/api/load", load_levels)
+    app.router.add_get("/api/load_chart", load_chart)
     return app

@@ -95,6 +95,11 @@ def _share(value: Callable[[LevelRow], float | None]) -> Callable[[LevelRow], fl
 
 def level_charts(levels: Levels) -> list[str]:
     """Each metric against load, one point per level (a load run's levels, docs/load.md)."""
+    return list(level_chart_svgs(levels).values())
+
+
+def level_chart_svgs(levels: Levels) -> dict[str, str]:
+    """The load charts by name (`throughput`, `tokens`, `ttft`, `itl`, `e2el`, `shares`, `late`), as SVG documents."""
     x = levels.x_label
     pts = functools.partial(_points, levels)
     specs = [
@@ -124,11 +129,11 @@ def level_charts(levels: Levels) -> list[str]:
             ("p50", pts(_dist_of("lateness_ms", "p50"))), ("p99", pts(_dist_of("lateness_ms", "p99"))),
         ]),
     ]  # fmt: skip
-    return [
-        svg.line_chart(ident, title, x, unit, series)
+    return {
+        ident.removeprefix("chart-load-"): svg.line_chart(ident, title, x, unit, series)
         for ident, title, unit, series in specs
         if any(points for _, points in series)
-    ]
+    }
 
 
 def _dist_of(attr: str, q: str) -> Callable[[LevelRow], float | None]:

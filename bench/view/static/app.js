@@ -40,7 +40,7 @@ function route() {
   const hash = location.hash.slice(2) || "runs";
   const [view, query] = hash.split("?");
   const params = Object.fromEntries(new URLSearchParams(query || ""));
-  const views = { runs: showRuns, results: showResults, result: showResult, compare: showCompare };
+  const views = { runs: showRuns, results: showResults, result: showResult, compare: showCompare, load: showLoad };
   main.replaceChildren("loading…");
   (views[view] || showRuns)(params)
     .catch((err) => main.replaceChildren(el("p", { class: "error" }, err.message)))
@@ -238,4 +238,34 @@ async function showPair(p) {
       el("div", { class: "side" }, el("h3", {}, `${p.a.run} · ${p.a.model}`), resultBody(a, resultKey(p.a))),
       el("div", { class: "side" }, el("h3", {}, `${p.b.run} · ${p.b.model}`), resultBody(b, resultKey(p.b)))));
   document.getElementById("pair").scrollIntoView();
+}
+
+// A `bench load` run's levels (docs/load.md), as bench report counts them; each chart is an SVG image the server
+// draws (an <img>: nothing in it runs).
+const LOAD_COLUMNS = ["level", "load", "requests", "failed", "sent/s", "req/s", "out tok/s", "TTFT p50", "TTFT p99",
+  "ITL p50", "E2EL p50", "E2EL p99", "goodput/s", "SLO attained", "pass rate", "send late p99"];
+
+async function showLoad() {
+  const { sources } = await api("load");
+  const num = (x, d) => (x === null || x === undefined ? "–" : x.toFixed(d));
+  const share = (x) => (x === null || x === undefined ? "–" : pct(x));
+  const left = (r) => (r.warmup || r.cooldown ? ` (+${r.warmup} warm-up, ${r.cooldown} cool-down)` : "");
+  const row = (r) => el("tr", {},
+    el("td", { class: "num" }, r.level), el("td", {}, r.load), el("td", { class: "num" }, r.requests + left(r)),
+    [r.failed].map((v) => el("td", { class: "num" }, v)),
+    [r.sent_per_s, r.request_throughput].map((v) => el("td", { class: "num" }, num(v, 2))),
+    el("td", { class: "num" }, num(r.output_throughput, 1)),
+    [r.ttft_p50_ms, r.ttft_p99_ms, r.itl_p50_ms, r.e2el_p50_ms, r.e2el_p99_ms].map((v) => el("td", { class: "num" }, num(v, 1))),
+    el("td", { class: "num" }, num(r.goodput, 2)),
+    [r.slo_attainment, r.pass_rate].map((v) => el("td", { class: "num" }, share(v))),
+    el("td", { class: "num" }, num(r.late_p99_ms, 2)));
+  const section = (s) => el("section", { class: "load" },
+    el("h3", {}, s.name),
+    el("p", {}, `SLO ${s.slo}.` + (s.saturation ? ` Saturation: ${s.saturation}.` : "")),
+    el("table", { class: "levels" }, el("tr", {}, LOAD_COLUMNS.map((h) => el("th", {}, h))), s.rows.map(row)),
+    el("div", { class: "charts" }, s.charts.map((c) => el("img", {
+      class: "load-chart", alt: `${c} against ${s.x_label}`,
+      src: "api/load_chart?" + new URLSearchParams({ source: s.source, chart: c }) }))));
+  main.replaceChildren(el("h2", {}, "Load"),
+    ...(sources.length ? sources.map(section) : [el("p", {}, "No bench load run in these scores (docs/load.md).")]));
 }
