@@ -114,7 +114,8 @@ def run_report(args: argparse.Namespace) -> int:
 
     fmt = formats.choose(args.format, args.out, report=True)
     prices = _load_prices(getattr(args, "prices", None))
-    slo = parse_slo(args.slo) if args.slo else None
+    given = getattr(args, "slo", None)  # bench demo reports through here without the flag
+    slo = parse_slo(given) if given else None
     # One pass over the scores file as it is read: memory bounded by the report's groups, not the run's exchanges.
     with load.stream(args.path, jobs=_check_jobs(args.jobs)) as scores:
         report = aggregate.build(scores, prices, slo)
