@@ -235,7 +235,7 @@ def x_label(rows: list[LevelRow]) -> str:
         return "rate (requests/s asked)"
     if kinds <= {"concurrency", "synchronous", "throughput"}:
         return "concurrency (requests in flight)"
-    return "sent (requests/s)"
+    return "sent (requests/s; hollow: the closed-loop levels)"
 
 
 def x_value(row: LevelRow, label: str) -> float | None:

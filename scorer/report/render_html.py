@@ -68,12 +68,15 @@ def charts(report: Report) -> list[str]:
     return out
 
 
-def _points(levels: Levels, value: Callable[[LevelRow], float | None]) -> list[tuple[float, float]]:
+def _points(levels: Levels, value: Callable[[LevelRow], float | None]) -> list[svg.Point]:
+    """One point per level; a sweep joins its rate levels only (its synchronous and throughput levels are marked at
+    the rate they sent, not joined: another kind of load)."""
+    mixed = {r.kind for r in levels.rows} - {"rate"} and "rate" in {r.kind for r in levels.rows}
     pts = []
     for row in levels.rows:
         x, y = x_value(row, levels.x_label), value(row)
         if x is not None and y is not None:
-            pts.append((x, y))
+            pts.append((x, y, not mixed or row.kind == "rate"))
     return pts
 
 

@@ -67,14 +67,25 @@ class Chart:
         return head + "".join(self.body) + "</svg>"
 
 
-def x_axis(chart: Chart, x0: float, y: float, ticks: list[float], scale: float, label: str, top: float) -> None:
-    """Ticks, grid lines up to `top`, tick labels and the axis label below y."""
-    chart.add(f'<line x1="{x0}" y1="{y}" x2="{x0 + PLOT_W}" y2="{y}" stroke="#333"/>')
+def x_axis(
+    chart: Chart,
+    x0: float,
+    y: float,
+    ticks: list[float],
+    scale: float,
+    label: str,
+    top: float,
+    start: float | None = None,
+) -> None:
+    """Ticks, grid lines up to `top`, tick labels and the axis label below y; value v sits at x0 + v * scale, and the
+    axis line begins at `start` (default x0: an axis from 0)."""
+    left = x0 if start is None else start
+    chart.add(f'<line x1="{left}" y1="{y}" x2="{left + PLOT_W}" y2="{y}" stroke="#333"/>')
     for t in ticks:
         x = x0 + t * scale
         chart.add(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{y}" stroke="#ddd"/>')
         chart.text(x, y + 15, tick_label(t), anchor="middle", size=11)
-    chart.text(x0 + PLOT_W / 2, y + 34, label, anchor="middle")
+    chart.text(left + PLOT_W / 2, y + 34, label, anchor="middle")
 
 
 def legend(chart: Chart, x: float, y: float, names: list[str], colours: list[str]) -> None:
@@ -284,24 +295,40 @@ def stacked_chart(
     return chart.svg()
 
 
-def line_chart(
-    ident: str, title: str, x_label: str, y_label: str, series: list[tuple[str, list[tuple[float, float]]]]
-) -> str:
-    """One line per series through its (x, y) points, each point marked and titled with its values: a metric
+def axis_range(low: float, high: float) -> tuple[float, list[float]]:
+    """Ticks for values from low to high: from 0, unless the values sit far from it (all above half the highest), when
+    the axis starts at a round number below the lowest so that close values stay apart."""
+    if low <= 0 or low < high / 2:
+        return 0.0, nice_ticks(high)
+    ticks = nice_ticks(high - low)
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else high
+    start = math.floor(low / step) * step
+    n = math.ceil((high - start) / step - 1e-9)
+    return start, [round(start + k * step, 10) for k in range(max(n, 1) + 1)]
+
+
+# A point of a series: x, y, and whether the series' line runs through it (a level of another kind than the run's
+# main one, such as a sweep's synchronous and throughput levels among its rates, is marked, hollow, but not joined).
+Point = tuple[float, float, bool]
+
+
+def line_chart(ident: str, title: str, x_label: str, y_label: str, series: list[tuple[str, list[Point]]]) -> str:
+    """One line per series through its joined points, every point marked and titled with its values: a metric
     against load."""
     series = [(name, sorted(pts)) for name, pts in series if pts]
     plot_h = 220
     top = 30 + legend_height([n for n, _ in series], LABEL_W + PLOT_W + RIGHT, LABEL_W)
     height = top + plot_h + 50
-    desc = "; ".join(f"{name}: " + ", ".join(f"{x:g} → {y:.3g}" for x, y in pts[:12]) for name, pts in series)
+    desc = "; ".join(f"{name}: " + ", ".join(f"{x:g} → {y:.3g}" for x, y, _ in pts[:12]) for name, pts in series)
     chart = Chart(ident, title, f"{title}, {y_label} against {x_label}. {desc}", LABEL_W + PLOT_W + RIGHT, height)
     chart.text(10, 18, title, size=14, extra=' font-weight="bold"')
     legend(chart, LABEL_W, 40, [n for n, _ in series], [colour(i) for i in range(len(series))])
-    x_ticks = nice_ticks(max((x for _, pts in series for x, _ in pts), default=1.0))
-    y_ticks = nice_ticks(max((y for _, pts in series for _, y in pts), default=1.0))
-    x_scale, y_scale = PLOT_W / x_ticks[-1], plot_h / y_ticks[-1]
+    xs = [x for _, pts in series for x, _, _ in pts] or [1.0]
+    x0, x_ticks = axis_range(min(xs), max(xs))
+    y_ticks = nice_ticks(max((y for _, pts in series for _, y, _ in pts), default=1.0))
+    x_scale, y_scale = PLOT_W / ((x_ticks[-1] - x0) or 1.0), plot_h / y_ticks[-1]
     axis_y = top + plot_h
-    x_axis(chart, LABEL_W, axis_y, x_ticks, x_scale, x_label, top)
+    x_axis(chart, LABEL_W - x0 * x_scale, axis_y, x_ticks, x_scale, x_label, top, start=LABEL_W)
     chart.add(f'<line x1="{LABEL_W}" y1="{top}" x2="{LABEL_W}" y2="{axis_y}" stroke="#333"/>')
     for t in y_ticks:
         y = axis_y - t * y_scale
@@ -309,15 +336,17 @@ def line_chart(
         chart.text(LABEL_W - 6, y + 4, tick_label(t), anchor="end", size=11)
     chart.text(LABEL_W - 55, top + plot_h / 2, y_label, anchor="middle", extra=_rotate(LABEL_W - 55, top + plot_h / 2))
     for i, (name, pts) in enumerate(series):
-        coords = [(LABEL_W + x * x_scale, axis_y - y * y_scale) for x, y in pts]
-        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
+        coords = [(LABEL_W + (x - x0) * x_scale, axis_y - y * y_scale) for x, y, _ in pts]
+        path = " ".join(f"{px:.1f},{py:.1f}" for (px, py), (_, _, joined) in zip(coords, pts, strict=True) if joined)
         chart.add(
             f'<polyline class="series" points="{path}" fill="none" stroke="{colour(i)}" stroke-width="2.5">'
             f"<title>{escape(name)}</title></polyline>"
         )
-        for (x, y), (px, py) in zip(pts, coords, strict=True):
+        for (x, y, joined), (px, py) in zip(pts, coords, strict=True):
+            fill = colour(i) if joined else "#fff"
             chart.add(
-                f'<circle class="point" cx="{px:.1f}" cy="{py:.1f}" r="4" fill="{colour(i)}" data-x="{x:g}" '
-                f'data-y="{y:.6g}"><title>{escape(f"{name}: {y:.4g} at {x:g}")}</title></circle>'
+                f'<circle class="point" cx="{px:.1f}" cy="{py:.1f}" r="4" fill="{fill}" stroke="{colour(i)}" '
+                f'stroke-width="2" data-x="{x:g}" data-y="{y:.6g}"><title>{escape(f"{name}: {y:.4g} at {x:g}")}'
+                "</title></circle>"
             )
     return chart.svg()
