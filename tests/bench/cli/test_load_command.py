@@ -17,7 +17,7 @@ from bench.core.cassette import CassetteReader, find_cassettes
 from bench.core.cassette.records import Exchange, LoadMeta
 from tests.support.llm_server import gguf_path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 async def bench_load(*flags: str) -> tuple[int, str, str]:
