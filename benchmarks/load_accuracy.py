@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -32,27 +31,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench.core.cassette import CassetteReader, find_cassettes  # noqa: E402
 from tests.support.llm_server import free_port  # noqa: E402
+from tests.support.sim_process import start_sim_process  # noqa: E402
 
 
 def bench(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, text=True, capture_output=True, **kw)  # type: ignore[call-overload,no-any-return]
-
-
-def start_sim(port: int, ttft_ms: float, tps: float, slots: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench", "sim", "--port", str(port), "--ttft-ms", str(ttft_ms),
-         "--tokens-per-second", str(tps), "--max-concurrency", str(slots)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("bench sim did not start")
 
 
 async def _direct(url: str, n: int, output: int) -> tuple[list[float], list[float]]:
@@ -97,7 +80,10 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=512)
     args = parser.parse_args()
     port = free_port()
-    sim = start_sim(port, args.ttft_ms, args.tokens_per_second, args.slots)
+    sim = start_sim_process(
+        port, "--ttft-ms", str(args.ttft_ms), "--tokens-per-second", str(args.tokens_per_second),
+        "--max-concurrency", str(args.slots),
+    )  # fmt: skip
     try:
         direct_ttft, direct_gaps = asyncio.run(_direct(f"http://127.0.0.1:{port}", 21, args.output))
         with tempfile.TemporaryDirectory() as tmp:

@@ -25,13 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 from bench.catalog.loadgen.sources.synthetic import WORDS  # noqa: E402
 from bench.catalog.sim.stream import FILLER  # noqa: E402
 from tests.support.llm_server import free_port  # noqa: E402
+from tests.support.sim_process import pinned, start_sim_process  # noqa: E402
 
 Metrics = dict[str, float]
 
@@ -65,25 +64,6 @@ def word_tokenizer(folder: Path) -> Path:
     return folder
 
 
-def start_sim(port: int, ttft_ms: float, tps: float, pin: str | None) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "bench", "sim", "--port", str(port), "--ttft-ms", str(ttft_ms),
-               "--tokens-per-second", str(tps)]  # fmt: skip
-    proc = subprocess.Popen(_pinned(command, pin), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("bench sim did not start")
-
-
-def _pinned(command: list[str], core: str | None) -> list[str]:
-    return ["taskset", "-c", core, *command] if core is not None and shutil.which("taskset") else command
-
-
 def _load_flags(args: argparse.Namespace) -> list[str]:
     if args.rate:
         return ["--rate", str(args.rate), "--arrival", "constant"]
@@ -96,7 +76,7 @@ def run_bench(url: str, args: argparse.Namespace, work: Path, pin: str | None) -
                "--requests", str(args.requests), "--synthetic", f"input={args.input},output={args.output}",
                "--ignore-eos", "--out", str(out)]  # fmt: skip
     started = time.monotonic()
-    done = subprocess.run(_pinned(command, pin), cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(pinned(command, pin), cwd=ROOT, capture_output=True, text=True)
     wall = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"bench load failed: {done.stderr[-2000:]}")
@@ -125,7 +105,7 @@ def run_aiperf(url: str, args: argparse.Namespace, work: Path, tokenizer: Path, 
                "--extra-inputs", "ignore_eos:true", "--use-server-token-count", "--artifact-dir", str(out),
                "--ui-type", "none"]  # fmt: skip
     started = time.monotonic()
-    done = subprocess.run(_pinned(command, pin), capture_output=True, text=True)
+    done = subprocess.run(pinned(command, pin), capture_output=True, text=True)
     wall = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"aiperf failed: {done.stdout[-3000:]}")
@@ -177,7 +157,9 @@ def main() -> None:
         args.concurrency, args.requests = max(args.concurrency, 64), max(args.requests, 3000)
     pins = ("0", "1") if args.ceiling else (None, None)
     port = free_port()
-    sim = start_sim(port, args.ttft_ms, args.tokens_per_second, pins[1])
+    sim = start_sim_process(
+        port, "--ttft-ms", str(args.ttft_ms), "--tokens-per-second", str(args.tokens_per_second), core=pins[1]
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         with tempfile.TemporaryDirectory() as tmp:

@@ -15,19 +15,10 @@ from aiohttp import web
 
 from bench.view.index import Index
 from bench.view.web_app import make_app
+from tests.support.chromium import HEADLESS
 
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-# Everything that would reach for the network on start is off: this machine's network is closed.
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--window-size=1400,1000",
-)
+CHROMIUM_FLAGS = (*HEADLESS, "--window-size=1400,1000")
 
 
 @contextmanager
