@@ -26,6 +26,9 @@ LOCAL = "local"
 # its name, rather than after the scheduler's default of three lost workers.
 ALLOWED_FAILURES = 1
 CONNECT_TIMEOUT_S = 20
+# A unit whose scattered inputs were lost with the workers holding them is sent again with them, up to this many
+# times: workers restarted by their nannies can be lost again before the new copies land (seen on a loaded machine).
+RESENDS = 3
 LOOPBACK = "127.0.0.1"
 # `--dask local`: the scheduler's and workers' HTTP servers (which a LocalCluster starts whatever its dashboard
 # setting) get no routes: no dashboard, metrics or proxy for anyone on the machine to reach.
@@ -150,7 +153,7 @@ def iter_units(
     shared = scatter()
     futures = [client.submit(fn, unit, *shared, retries=1, pure=False) for unit in units]
     index = {f.key: i for i, f in enumerate(futures)}
-    resent = [False] * len(units)
+    resent = [0] * len(units)
     failed: list[str] = []
     running = distributed.as_completed(futures)
     for future in running:
@@ -166,15 +169,15 @@ def iter_units(
         else:
             exc = future.exception()
             future.release()
-            if exc is None and not resent[i]:
+            if exc is None and resent[i] < RESENDS:
                 # No error of its own: what it needed is gone. Scattered data lives only on the workers that were
                 # running when it was sent; if every one of them has died, the units that need it cannot run again.
-                # Sent again (once per loss), and the unit with it (once per unit).
+                # Sent again (once per loss), and the unit with it (up to RESENDS times).
                 if any(s.status != "finished" for s in shared):
                     shared = scatter()
                 again = client.submit(fn, units[i], *shared, retries=1, pure=False)
                 index[again.key] = i
-                resent[i] = True
+                resent[i] += 1
                 running.add(again)
             else:
                 failed.append(f"{unit_name(units[i])}: {type(exc).__name__}: {_one_line(exc)}")
