@@ -19,7 +19,7 @@ from bench.core.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ER
 from bench.core.cassette.records import ReplayOf
 from bench.proxy.error_responses import JSON_TYPE, error_body
 from bench.proxy.identity import identity_headers
-from bench.proxy.parts import body_limit, hold_no_more, spill_safely
+from bench.proxy.parts import hold_no_more
 from bench.proxy.recorder import Exchange
 from bench.proxy.recordings import Recorded, sent_done
 from bench.proxy.replay_body import BodyUnreadable, recorded_reads
@@ -221,13 +221,12 @@ async def _pump(
     content = upstream.content
     chunks = ex.chunks
     times = ex.times
-    sink = state.sink
-    limit, compressed = body_limit(ex, sink)
+    recording = state.recording
+    limit, compressed = recording.limit(ex)
     held = 0
     while True:
         try:
             if held >= limit:
-                assert sink is not None
                 if compressed:
                     if chunks is ex.chunks:
                         hold_no_more(ex, held)
@@ -239,7 +238,7 @@ async def _pump(
                     if watchdog is not None:
                         watchdog.pause()  # waiting for our own writer is not the upstream being silent
                     try:
-                        held = await spill_safely(ex, sink)
+                        held = await recording.spill(ex)
                     finally:
                         if watchdog is not None:
                             watchdog.resume()
@@ -369,19 +368,19 @@ async def serve_recorded(
     recorded_first_token = timing.first_token
     # A large answer's body comes from its cassette part by part (bench.proxy.replay_body), and the replay's own record
     # writes it in parts as a recording does: neither side holds it whole.
-    sink = state.sink
-    limit, compressed = body_limit(ex, sink)
+    recording = state.recording
+    limit, compressed = recording.limit(ex)
+    keep = recording.sink is not None  # else nothing records this replay: the body is not kept
     held = 0
     try:
         async for chunk, delta in recorded_reads(hit, rec):
             offset_us += delta
             if held >= limit and not compressed:  # a compressed recording is served as it was held
-                assert sink is not None
-                held = await spill_safely(ex, sink)
+                held = await recording.spill(ex)
             if pace:
                 await _sleep_until(t0 + int(offset_us * 1000 * pace))
             t = monotonic_ns()
-            if sink is not None:  # else nothing records this replay: the body is not kept
+            if keep:
                 ex.chunks.append(chunk)
             ex.times.append(t)
             held += len(chunk)

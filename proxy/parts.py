@@ -12,18 +12,14 @@ not read: the writer sets the pace, and an exchange holds at most its held reads
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
+from bench.core.cassette import CassetteWriter
 from bench.core.cassette.format import TRUNCATED
 from bench.core.cassette.records import Part
-from bench.core.cassette.redact import BodyScrubber
 from bench.core.cassette.writer import WriterClosed
 from bench.core.decoding import MAX_DECODED
 from bench.proxy.identity import EDGE_BYTES, edge
-from bench.proxy.recorder import FINISH_RE, Exchange, TokenWatch
-
-if TYPE_CHECKING:
-    from bench.proxy.sink import Sink
+from bench.proxy.recorder import FINISH_RE, Exchange, Spill
 
 # A body is written in parts once its held reads pass this. Measured (benchmarks/record_memory.py, 8 answers of
 # 50-100 MB at once): at 8 MiB +229 MiB of peak RSS over idle, at 4 MiB +117-124 MiB; the parts are compressed in the
@@ -40,52 +36,16 @@ NEVER = 1 << 62
 COMPRESSED_HOLD = MAX_DECODED + (1 << 20)
 
 
-class Spill:
-    """What an exchange that wrote parts keeps of them."""
-
-    __slots__ = (
-        "bytes",
-        "failed",
-        "finish_carry",
-        "finish_seen",
-        "first_ns",
-        "first_token",
-        "head",
-        "prev_us",
-        "raw",
-        "scrubber",
-        "seqs",
-        "sink",
-        "watch",
-        "watch_done",
-    )
-
-    def __init__(self, sink: Sink, scrubber: BodyScrubber, head: bytes, first_ns: int, streamed: bool) -> None:
-        self.sink = sink  # the cassette its parts are in: its record must go there too (a rotation waits for it)
-        self.scrubber = scrubber
-        self.seqs: list[int] = []
-        self.bytes = 0  # written, after scrubbing
-        self.raw = 0  # as received
-        self.prev_us = 0  # the last written read's time since t0: the deltas go on from it
-        self.first_ns = first_ns
-        self.head = head  # the body's first EDGE_BYTES (served identity)
-        self.watch: TokenWatch | None = TokenWatch() if streamed else None
-        self.watch_done = False
-        self.first_token: int | None = None
-        self.finish_seen = False
-        self.finish_carry = b""
-        self.failed = False  # the cassette failed: the body is dropped as it comes, the record is lost anyway
-
-
-def body_limit(ex: Exchange, sink: Sink | None) -> tuple[int, bool]:
-    """(held bytes, compressed): past the bytes this exchange's body is written in parts (NEVER: held whole), or, if
-    it is compressed, no longer held (COMPRESSED_HOLD): a compressed body is searched for secrets decoded, as one
-    stream, which parts written one by one could not be (docs/proxy.md, "Large answers")."""
-    if sink is None:
+def body_limit(ex: Exchange, spill_bytes: int | None) -> tuple[int, bool]:
+    """(held bytes, compressed): past the bytes this exchange's body is written in parts (NEVER: held whole, as when
+    nothing is recorded: `spill_bytes` None), or, if it is compressed, no longer held (COMPRESSED_HOLD): a compressed
+    body is searched for secrets decoded, as one stream, which parts written one by one could not be (docs/proxy.md,
+    "Large answers")."""
+    if spill_bytes is None:
         return NEVER, False
     if any(k.lower() == "content-encoding" for k, _ in ex.resp_headers):
         return COMPRESSED_HOLD, True
-    return sink.spill_bytes, False
+    return spill_bytes, False
 
 
 def hold_no_more(ex: Exchange, held: int) -> None:
@@ -100,15 +60,14 @@ def hold_no_more(ex: Exchange, held: int) -> None:
     ex.cut = True
 
 
-async def spill(ex: Exchange, sink: Sink) -> int:
-    """Write the reads `ex` holds as a part, but for the last ones; returns the bytes it still holds. The state it
-    changes is changed only once the part is queued: a cancelled handler waits for it (`spill_safely`)."""
+async def spill(ex: Exchange, writer: CassetteWriter) -> int:
+    """Write the reads `ex` holds as a part to `writer`'s cassette, but for the last ones; returns the bytes it still
+    holds. The state it changes is changed only once the part is queued: a cancelled handler waits for it
+    (`spill_safely`)."""
     sp = ex.spill
-    writer = sink.writer
     if sp is None:
         scrubber = writer.redactor.body_scrubber(ex.req_headers, ex.query, ex.body, ex.resp_headers)
-        sp = ex.spill = Spill(sink, scrubber, edge(ex.chunks, EDGE_BYTES), ex.times[0], ex.streamed)
-        sink.opened(ex)
+        sp = ex.spill = Spill(scrubber, edge(ex.chunks, EDGE_BYTES), ex.times[0], ex.streamed)
     reads = ex.chunks
     count = len(reads)
     if sp.failed:
@@ -154,10 +113,10 @@ async def spill(ex: Exchange, sink: Sink) -> int:
     return sum(map(len, reads))
 
 
-async def spill_safely(ex: Exchange, sink: Sink) -> int:
+async def spill_safely(ex: Exchange, writer: CassetteWriter) -> int:
     """`spill`, finished even if the handler is cancelled meanwhile (its client left, the upstream went silent):
     the exchange's reads are then either all still held or written, never half of each."""
-    task = asyncio.get_running_loop().create_task(spill(ex, sink))
+    task = asyncio.get_running_loop().create_task(spill(ex, writer))
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:

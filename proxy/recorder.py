@@ -11,17 +11,15 @@ import operator
 import re
 from collections.abc import Iterator
 from time import monotonic_ns
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from bench.core.cassette import records
 from bench.core.cassette.format import COMPLETE, TRUNCATED, UPSTREAM_ERROR
+from bench.core.cassette.redact import BodyScrubber
 from bench.core.decoding import decoded_record_reads
 from bench.core.sse import SSEParser
-
-if TYPE_CHECKING:
-    from bench.proxy.parts import Spill
 from bench.proxy.identity import EDGE_BYTES, edge, edges_identity, payload_identity, reads_identity
 
 # A stream that has not produced a token after this many events is not worth parsing further (CPU bound).
@@ -105,6 +103,41 @@ class TokenWatch:
                 self.found = True
                 return True
         return self.events >= MAX_WATCHED_EVENTS
+
+
+class Spill:
+    """What an exchange that wrote parts of its body (bench.proxy.parts) keeps of them."""
+
+    __slots__ = (
+        "bytes",
+        "failed",
+        "finish_carry",
+        "finish_seen",
+        "first_ns",
+        "first_token",
+        "head",
+        "prev_us",
+        "raw",
+        "scrubber",
+        "seqs",
+        "watch",
+        "watch_done",
+    )
+
+    def __init__(self, scrubber: BodyScrubber, head: bytes, first_ns: int, streamed: bool) -> None:
+        self.scrubber = scrubber
+        self.seqs: list[int] = []
+        self.bytes = 0  # written, after scrubbing
+        self.raw = 0  # as received
+        self.prev_us = 0  # the last written read's time since t0: the deltas go on from it
+        self.first_ns = first_ns
+        self.head = head  # the body's first EDGE_BYTES (served identity)
+        self.watch: TokenWatch | None = TokenWatch() if streamed else None
+        self.watch_done = False
+        self.first_token: int | None = None
+        self.finish_seen = False
+        self.finish_carry = b""
+        self.failed = False  # the cassette failed: the body is dropped as it comes, the record is lost anyway
 
 
 def stream_finished(chunks: list[bytes], seen: bool = False) -> bool:

@@ -126,7 +126,7 @@ class Rotator:
     async def rotate(self) -> Path:
         """Open the next cassette, send new records there, close the old one off the loop; returns the new path."""
         state = self.proxy.state
-        old_sink = state.sink
+        old_sink = state.recording.sink
         assert old_sink is not None
         old_writer = old_sink.writer
         self.rotations += 1
@@ -136,7 +136,7 @@ class Rotator:
         new_writer = await asyncio.to_thread(self._open_like, old_writer, path)
         sink = Sink(new_writer, state.stats)
         sink.loop_lag = old_sink.loop_lag
-        state.sink = sink
+        state.recording.sink = sink
         self.proxy.cassette_path = path
         self._opened = monotonic()
         task = asyncio.get_running_loop().create_task(self._close(old_writer, old_sink))

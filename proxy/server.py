@@ -113,7 +113,7 @@ class RunningProxy:
             await asyncio.wait(late, timeout=5.0)
         if self._runner is not None:
             await self._runner.cleanup()
-        sink = state.sink
+        sink = state.recording.sink
         if sink is not None and sink.pending:
             await asyncio.gather(*sink.pending, return_exceptions=True)
         if state.session is not None:
@@ -262,6 +262,7 @@ async def start_proxy(
             if runner is not None:
                 await runner.cleanup()
             raise
-        state.sink = Sink(writer, state.stats)
-        state.sink.loop_lag = loop_lag.install(asyncio.get_running_loop())
+        sink = Sink(writer, state.stats)
+        sink.loop_lag = loop_lag.install(asyncio.get_running_loop())
+        state.recording.sink = sink
     return RunningProxy(url=url, state=state, runner=runner, site=site, cassette_path=cassette_path)

@@ -1,5 +1,6 @@
-"""Where finished exchanges go: the cassette writer, the task building records (bench.proxy.persist) and the loop-lag
-monitor whose stalls each record carries. A proxy that records nothing (passthrough, replay without a log) has none.
+"""Where exchanges are recorded: `Sink`, one cassette's pipeline (its writer, the task building records
+(bench.proxy.persist) and the loop-lag monitor whose stalls each record carries), and `Recording`, the proxy's open
+Sink (None for a proxy that records nothing: passthrough, replay without a log), which a rotation replaces.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from time import monotonic_ns
 
 from bench.core.cassette import CassetteWriter
 from bench.proxy.lag import LoopLag
-from bench.proxy.parts import SPILL_BYTES
+from bench.proxy.parts import SPILL_BYTES, body_limit, spill_safely
 from bench.proxy.persist import Counts, Persister
 from bench.proxy.recorder import Exchange
 
@@ -77,6 +78,46 @@ class Sink:
     def _note_lag(self, ex: Exchange) -> None:
         if self.loop_lag is not None:
             ex.loop_lag_ns = self.loop_lag.since(ex.t0)
+
+
+class Recording:
+    """The proxy's open cassette (`sink`; a rotation puts the next one there) and, for each exchange that has written
+    parts of its body, the Sink of the cassette they are in: its record goes there too, however long it runs after a
+    rotation (a rotation closes a cassette only once those have ended: `Sink.drained`)."""
+
+    def __init__(self, sink: Sink | None = None) -> None:
+        self.sink = sink
+        self._bound: dict[Exchange, Sink] = {}
+
+    @property
+    def writer(self) -> CassetteWriter | None:
+        return self.sink.writer if self.sink is not None else None
+
+    def limit(self, ex: Exchange) -> tuple[int, bool]:
+        """How much of `ex`'s body is held before it is written in parts (bench.proxy.parts.body_limit)."""
+        return body_limit(ex, self.sink.spill_bytes if self.sink is not None else None)
+
+    async def spill(self, ex: Exchange) -> int:
+        """Write the reads `ex` holds as a part of its body; returns the bytes it still holds."""
+        sink = self._bound.get(ex)
+        if sink is None:
+            assert self.sink is not None  # `limit` holds a body whole when nothing is recorded
+            sink = self._bound[ex] = self.sink
+            sink.opened(ex)
+        return await spill_safely(ex, sink.writer)
+
+    async def persist(self, ex: Exchange) -> None:
+        """The exchange's record in the file before its response ends (see `Sink.durable`); nothing to do when
+        nothing is recorded."""
+        sink = self._bound.pop(ex, self.sink)
+        if sink is not None:
+            await sink.durable(ex)
+
+    def finish(self, ex: Exchange) -> None:
+        """Queue a finished exchange for the writer unless `persist` wrote it; the handler never waits for that."""
+        sink = self._bound.pop(ex, self.sink)
+        if sink is not None:
+            sink.later(ex)
 
 
 def writer_failed(path: object, why: str, unwritten: int) -> None:

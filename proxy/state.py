@@ -1,5 +1,5 @@
 """The proxy's connection and session state: settings, the mode, the upstream session, the replay index, the
-exchanges in flight and the counters. Where finished exchanges are recorded is its `sink` (bench.proxy.sink)."""
+exchanges in flight and the counters. Where exchanges are recorded is its `recording` (bench.proxy.sink)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from bench.core.cassette.format import CLIENT_DISCONNECTED
 from bench.proxy.modes import Mode
 from bench.proxy.recorder import Exchange
 from bench.proxy.recordings import ReplayIndex
-from bench.proxy.sink import Sink
+from bench.proxy.sink import Recording
 from bench.proxy.starts import StartSlices
 from bench.proxy.watchdog import IdleSweep
 
@@ -53,7 +53,7 @@ class ProxyState:
     idle: asyncio.Event = field(default_factory=asyncio.Event)
     miss_messages: list[str] = field(default_factory=list)  # each replay miss's message, in order
     miss_hint: str = "record it with --mode auto or fix the request"  # how a miss's message says to fix it
-    sink: Sink | None = None  # None: records nothing
+    recording: Recording = field(default_factory=Recording)  # its sink None: records nothing
     starts: StartSlices = field(default_factory=StartSlices)  # request starts spread over loop iterations
     idle_sweep: IdleSweep | None = None  # the idle timeout's one timer (bench.proxy.watchdog); made from idle_timeout
 
@@ -65,7 +65,7 @@ class ProxyState:
 
     @property
     def writer(self) -> CassetteWriter | None:
-        return self.sink.writer if self.sink is not None else None
+        return self.recording.writer
 
     def target(self, path: str, query: str) -> URL:
         """The upstream URL for a request path: the upstream's base path is prepended unless already there."""
@@ -80,11 +80,7 @@ class ProxyState:
             self.idle.clear()
 
     async def persist(self, ex: Exchange) -> None:
-        """The exchange's record in the file before its response ends (see `Sink.durable`); nothing to do when
-        nothing is recorded."""
-        sink = self.sink if ex.spill is None else ex.spill.sink  # its parts' cassette, even after a rotation
-        if sink is not None:
-            await sink.durable(ex)
+        await self.recording.persist(ex)
 
     def finish(self, ex: Exchange) -> None:
         """Queue a finished exchange for the writer unless `persist` wrote it; the handler never waits for that."""
@@ -93,6 +89,4 @@ class ProxyState:
             self.idle.set()
         if ex.outcome == CLIENT_DISCONNECTED:
             self.stats.client_disconnects += 1
-        sink = self.sink if ex.spill is None else ex.spill.sink
-        if sink is not None:
-            sink.later(ex)
+        self.recording.finish(ex)
