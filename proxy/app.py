@@ -19,7 +19,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
 from time import monotonic_ns
 
 from aiohttp import HttpVersion11, web
@@ -43,8 +42,11 @@ from bench.proxy.error_responses import (
     unauthorized,
 )
 from bench.proxy.forward import TAG_PREFIX
+from bench.proxy.modes import Mode
 from bench.proxy.recorder import Exchange
-from bench.proxy.state import ProxyState, ProxyStats
+from bench.proxy.sink import Recording
+from bench.proxy.starts import StartSlices
+from bench.proxy.state import Flights, ProxyStats
 
 log = logging.getLogger("bench.proxy")
 
@@ -245,31 +247,6 @@ async def _answer_expect(request: web.BaseRequest) -> web.Response | None:
     return None
 
 
-async def _read_body(request: web.BaseRequest, state: ProxyState, limits: ClientLimits) -> bytes | web.Response:
-    """The whole body, or the proxy's 408/413 for a body that trickles in or is too large."""
-    try:
-        if request.content.is_eof():
-            return await request.read()  # came with its head, as nearly every body does: no timer
-        async with asyncio.timeout(limits.body_timeout):
-            return await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        refused = too_large(None, MAX_REQUEST_BODY)
-        why = f"body over {MAX_REQUEST_BODY >> 20} MiB"
-    except TimeoutError:
-        assert limits.body_timeout is not None
-        refused = body_timeout(limits.body_timeout)
-        why = f"body not received within {limits.body_timeout:g} s"
-        # Answer and end the connection now: aiohttp would read the rest of the trickle for 10 s more first.
-        with contextlib.suppress(ConnectionError):
-            await refused.prepare(request)
-            await refused.write_eof()
-        if isinstance(request.protocol, ArrivalStamps):
-            request.protocol.linger()
-    state.stats.bad_requests += 1
-    log.warning("bench proxy: %d for %s %s: %s", refused.status, request.method, request.path, why)
-    return refused
-
-
 def _target_problem(request: web.BaseRequest) -> str | None:
     """Why the request target is not a path on this server (origin-form, RFC 9112 3.2), else None. bench proxy is a
     reverse proxy: a client that uses it as a forward proxy (a full URL, CONNECT, `OPTIONS *`) gets a 400. The target
@@ -284,103 +261,162 @@ def _target_problem(request: web.BaseRequest) -> str | None:
     return None
 
 
-async def handle(state: ProxyState, limits: ClientLimits, request: web.BaseRequest) -> web.StreamResponse:
-    problem = _target_problem(request)
-    if problem is not None:
-        state.stats.bad_requests += 1
-        log.warning("bench proxy: 400 for %s: %s", request.method, problem)
-        return bad_request(f"{problem}; bench proxy is a reverse proxy: send requests to its base URL (.../v1/...)")
-    # A burst of requests starts a slice of the loop at a time (bench.proxy.starts); the wait is inside the recorded
-    # times, which run from the request's arrival.
-    turn = state.starts.turn()
-    early = b""
-    size = request.content_length
-    if turn is not None and size is not None and size <= MAX_REQUEST_BODY and request.content.is_eof():
-        # Here whole (no wait; `read` keeps it for later): the record has it if its client leaves while it waits.
-        early = await request.read()
-    try:
-        while turn is not None:
-            await turn
-            turn = state.starts.resume()
-    except asyncio.CancelledError:
-        _left_waiting(request, state, early)
-        raise
-    if state.closing:
-        return shutting_down()
-    if state.client_token is not None and not _authorized(request, state.client_token):
-        state.stats.rejected += 1
-        return unauthorized()
-    if size is not None and size > MAX_REQUEST_BODY:
-        state.stats.bad_requests += 1
-        log.warning("bench proxy: 413 for %s %s: body of %d bytes", request.method, request.path, size)
-        return too_large(size, MAX_REQUEST_BODY)
-    refused = await _answer_expect(request)
-    if refused is not None:
+class Handler:
+    """The proxy's one request handler: admits a request (its turn to start, the proxy's token, the body's size and
+    time), begins its exchange, has the mode answer it and ends the exchange, whatever happens. What it holds is what
+    that takes: the mode, the exchanges in flight, where they are recorded, the counters and the client limits."""
+
+    def __init__(
+        self,
+        mode: Mode,
+        flights: Flights,
+        recording: Recording,
+        stats: ProxyStats,
+        limits: ClientLimits | None = None,
+        client_token: str | None = None,
+        *,
+        upstream_label: str | None = None,
+    ) -> None:
+        self.mode = mode
+        self.flights = flights
+        self.recording = recording
+        self.stats = stats
+        self.limits = limits or ClientLimits()
+        self.client_token = client_token
+        self.upstream_label = upstream_label  # recorded with each exchange
+        self.starts = StartSlices()  # request starts spread over loop iterations
+        self.fingerprint_first = mode.replays  # replay needs the fingerprint at once; recording computes it later
+
+    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+        problem = _target_problem(request)
+        if problem is not None:
+            self.stats.bad_requests += 1
+            log.warning("bench proxy: 400 for %s: %s", request.method, problem)
+            return bad_request(f"{problem}; bench proxy is a reverse proxy: send requests to its base URL (.../v1/...)")
+        if not await self._turn(request):
+            return shutting_down()
+        refused = await self._admit(request)
+        if refused is not None:
+            return refused
+        read = await self._read_body(request)
+        if isinstance(read, web.Response):
+            return read
+        ex = self._exchange(request, read)
+        task = asyncio.current_task()
+        assert task is not None
+        self.flights.begin(ex, task)
+        try:
+            return await self.mode.respond(request, ex)
+        except asyncio.CancelledError:
+            why = "the proxy shut down before the exchange finished" if self.flights.closing else "the client went away"
+            ex.fail(CLIENT_DISCONNECTED, why)
+            raise
+        finally:
+            self._end(ex)
+
+    async def _turn(self, request: web.BaseRequest) -> bool:
+        """Wait for the request's turn to start; False if the proxy is closing by then."""
+        # A burst of requests starts a slice of the loop at a time (bench.proxy.starts); the wait is inside the
+        # recorded times, which run from the request's arrival.
+        turn = self.starts.turn()
+        early = b""
+        size = request.content_length
+        if turn is not None and size is not None and size <= MAX_REQUEST_BODY and request.content.is_eof():
+            # Here whole (no wait; `read` keeps it for later): the record has it if its client leaves while it waits.
+            early = await request.read()
+        try:
+            while turn is not None:
+                await turn
+                turn = self.starts.resume()
+        except asyncio.CancelledError:
+            self._left_waiting(request, early)
+            raise
+        return not self.flights.closing
+
+    async def _admit(self, request: web.BaseRequest) -> web.Response | None:
+        """The proxy's refusal of a request it will not take (no token, too large, an Expect it cannot meet)."""
+        if self.client_token is not None and not _authorized(request, self.client_token):
+            self.stats.rejected += 1
+            return unauthorized()
+        size = request.content_length
+        if size is not None and size > MAX_REQUEST_BODY:
+            self.stats.bad_requests += 1
+            log.warning("bench proxy: 413 for %s %s: body of %d bytes", request.method, request.path, size)
+            return too_large(size, MAX_REQUEST_BODY)
+        return await _answer_expect(request)
+
+    async def _read_body(self, request: web.BaseRequest) -> bytes | web.Response:
+        """The whole body, or the proxy's 408/413 for a body that trickles in or is too large."""
+        limits = self.limits
+        try:
+            if request.content.is_eof():
+                return await request.read()  # came with its head, as nearly every body does: no timer
+            async with asyncio.timeout(limits.body_timeout):
+                return await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            refused = too_large(None, MAX_REQUEST_BODY)
+            why = f"body over {MAX_REQUEST_BODY >> 20} MiB"
+        except TimeoutError:
+            assert limits.body_timeout is not None
+            refused = body_timeout(limits.body_timeout)
+            why = f"body not received within {limits.body_timeout:g} s"
+            # Answer and end the connection now: aiohttp would read the rest of the trickle for 10 s more first.
+            with contextlib.suppress(ConnectionError):
+                await refused.prepare(request)
+                await refused.write_eof()
+            if isinstance(request.protocol, ArrivalStamps):
+                request.protocol.linger()
+        self.stats.bad_requests += 1
+        log.warning("bench proxy: %d for %s %s: %s", refused.status, request.method, request.path, why)
         return refused
-    read = await _read_body(request, state, limits)
-    if isinstance(read, web.Response):
-        return read
-    ex = _exchange(request, state, read)
-    task = asyncio.current_task()
-    assert task is not None
-    state.begin(ex, task)
-    try:
-        return await state.mode.respond(request, state, ex)
-    except asyncio.CancelledError:
-        why = "the proxy shut down before the exchange finished" if state.closing else "the client went away"
-        ex.fail(CLIENT_DISCONNECTED, why)
-        raise
-    finally:
-        state.finish(ex)
 
+    def _exchange(self, request: web.BaseRequest, body: bytes) -> Exchange:
+        t0 = _arrival(request)
+        path, _, query = request.raw_path.partition("?")
+        headers = [[str(k), v] for k, v in request.headers.items()]  # str: a record holds plain strings, not istr
+        tags = {k[len(TAG_PREFIX) :].lower(): v for k, v in headers if k.lower().startswith(TAG_PREFIX)}
+        fp = fingerprint(request.method, path, query, body) if self.fingerprint_first else ""
+        return Exchange(
+            t0=t0,
+            started_us=time.time_ns() // 1000 - (monotonic_ns() - t0) // 1000,
+            mode=self.mode.recorded_as,
+            method=request.method,
+            path=path,
+            query=query,
+            req_headers=headers,
+            body=body,
+            fp=fp,
+            tags=tags,
+            upstream_url=self.upstream_label,
+        )
 
-def _exchange(request: web.BaseRequest, state: ProxyState, body: bytes) -> Exchange:
-    t0 = _arrival(request)
-    path, _, query = request.raw_path.partition("?")
-    headers = [[str(k), v] for k, v in request.headers.items()]  # str: a record holds plain strings, not istr
-    tags = {k[len(TAG_PREFIX) :].lower(): v for k, v in headers if k.lower().startswith(TAG_PREFIX)}
-    # Replay needs the fingerprint now; recording computes it after the response; passthrough never.
-    fp = fingerprint(request.method, path, query, body) if state.index is not None else ""
-    return Exchange(
-        t0=t0,
-        started_us=time.time_ns() // 1000 - (monotonic_ns() - t0) // 1000,
-        mode=state.mode.recorded_as,
-        method=request.method,
-        path=path,
-        query=query,
-        req_headers=headers,
-        body=body,
-        fp=fp,
-        tags=tags,
-        upstream_url=state.upstream_label,
-    )
+    def _end(self, ex: Exchange) -> None:
+        """The exchange is over: out of the flights, counted, queued for its record unless it is written already."""
+        self.flights.end(ex)
+        if ex.outcome == CLIENT_DISCONNECTED:
+            self.stats.client_disconnects += 1
+        self.recording.finish(ex)
 
-
-def _left_waiting(request: web.BaseRequest, state: ProxyState, body: bytes) -> None:
-    """A request cancelled while its start waited its turn (its client left, or the proxy shut down): recorded and
-    counted like one cancelled later, with the body it came with (none if that had not all arrived). Not a client
-    without the proxy's token: its request would have been refused unrecorded."""
-    if state.client_token is not None and not _authorized(request, state.client_token):
-        return
-    ex = _exchange(request, state, body)
-    if state.closing:
-        ex.fail(CLIENT_DISCONNECTED, "the proxy shut down before the exchange started")
-    else:
-        ex.fail(CLIENT_DISCONNECTED, "the client went away while its request waited to start")
-    task = asyncio.current_task()
-    assert task is not None
-    state.begin(ex, task)
-    state.finish(ex)
-
-
-def build_server(state: ProxyState, limits: ClientLimits | None = None) -> ProxyServer:
-    limits = limits or ClientLimits()
-    return ProxyServer(partial(handle, state, limits), limits, state.stats)
+    def _left_waiting(self, request: web.BaseRequest, body: bytes) -> None:
+        """A request cancelled while its start waited its turn (its client left, or the proxy shut down): recorded and
+        counted like one cancelled later, with the body it came with (none if that had not all arrived). Not a client
+        without the proxy's token: its request would have been refused unrecorded."""
+        if self.client_token is not None and not _authorized(request, self.client_token):
+            return
+        ex = self._exchange(request, body)
+        if self.flights.closing:
+            ex.fail(CLIENT_DISCONNECTED, "the proxy shut down before the exchange started")
+        else:
+            ex.fail(CLIENT_DISCONNECTED, "the client went away while its request waited to start")
+        task = asyncio.current_task()
+        assert task is not None
+        self.flights.begin(ex, task)
+        self._end(ex)
 
 
 def serve_with(
     handler: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]], limits: ClientLimits, stats: ProxyStats
 ) -> ProxyServer:
-    """A proxy server around any handler that ends in `handle` (the pytest plugin keeps one address for a whole run
-    and hands each request to the current test's proxy state)."""
+    """A proxy server around any handler that ends in a `Handler` (the pytest plugin keeps one address for a whole run
+    and hands each request to the current test's proxy)."""
     return ProxyServer(handler, limits, stats)

@@ -1,4 +1,4 @@
-"""Streaming an exchange to and from the upstream, and serving a recorded one.
+"""Answering from the upstream: `Upstream.forward` sends a request on and streams its answer back, recording it.
 
 One client write per upstream read, bytes untouched (the upstream session has `auto_decompress=False`), so the
 client sees the upstream's own chunking and timing (docs/proxy.md: merging reads makes ITLs read ~0). The loop uses
@@ -8,6 +8,7 @@ client sees the upstream's own chunking and timing (docs/proxy.md: merging reads
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from time import monotonic_ns
 
 import aiohttp
@@ -16,30 +17,16 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from bench.core.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
-from bench.core.cassette.records import ReplayOf
+from bench.proxy.downstream import HOP_BY_HOP, abort_client, client_headers, end_whole, uncancel
 from bench.proxy.error_responses import JSON_TYPE, error_body
 from bench.proxy.identity import identity_headers
 from bench.proxy.parts import hold_no_more
 from bench.proxy.recorder import Exchange
-from bench.proxy.recordings import Recorded, sent_done
-from bench.proxy.replay_body import BodyUnreadable, recorded_reads
-from bench.proxy.state import ProxyState
-from bench.proxy.watchdog import Watch
+from bench.proxy.recordings import sent_done
+from bench.proxy.sink import Recording
+from bench.proxy.state import Flights, ProxyStats
+from bench.proxy.watchdog import IdleSweep, Watch
 
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "trailers",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
 # Recomputed or set by aiohttp for the new connection; Expect is answered by the proxy itself.
 NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
 TAG_PREFIX = "x-bench-"
@@ -65,35 +52,214 @@ def _connection_listed(headers: CIMultiDictProxy[str]) -> set[str]:
     return listed
 
 
-def upstream_headers(request: web.BaseRequest, state: ProxyState) -> CIMultiDict[str]:
-    drop = NOT_FORWARDED | _connection_listed(request.headers) if "Connection" in request.headers else NOT_FORWARDED
-    out: CIMultiDict[str] = CIMultiDict()
-    for name, value in request.headers.items():
-        low = name.lower()
-        if low in drop or low.startswith(TAG_PREFIX):
-            continue
-        out.add(name, value)
-    if state.upstream_key is not None or state.client_token is not None:
-        # The client's Authorization held the proxy's token (or the upstream key replaces it): never pass it on.
-        out.popall("Authorization", None)
-        if state.client_token is not None and out.get("api-key", "").strip() == state.client_token:
-            del out["api-key"]
-        if state.upstream_key is not None:
-            out["Authorization"] = f"Bearer {state.upstream_key}"
-    return out
+@dataclass(frozen=True)
+class Credentials:
+    """The key sent upstream instead of the client's (`upstream_key`), the token clients must send the proxy
+    (`client_token`: never passed on), and the headers never recorded (`secret_headers`)."""
+
+    upstream_key: str | None = None
+    client_token: str | None = None
+    secret_headers: frozenset[str] = frozenset()
 
 
-def client_headers(headers: list[list[str]]) -> CIMultiDict[str]:
-    listed: set[str] = set()
-    for name, value in headers:
-        if name.lower() == "connection":
-            listed.update(token.strip().lower() for token in value.split(","))
-    out: CIMultiDict[str] = CIMultiDict()
-    for name, value in headers:
-        low = name.lower()
-        if low not in HOP_BY_HOP and low not in listed:
+class Upstream:
+    """Where a forwarding proxy sends requests (`url`, through one shared `session`), with which `credentials`,
+    within which silence limit (`idle`), and where it records what comes back (`recording`); the exchanges in flight
+    (`flights`) say whether a cancelled one is being cut off by the shutdown."""
+
+    def __init__(
+        self,
+        url: URL,
+        label: str,
+        session: aiohttp.ClientSession,
+        credentials: Credentials,
+        recording: Recording,
+        flights: Flights,
+        stats: ProxyStats,
+        idle: IdleSweep | None = None,
+    ) -> None:
+        self.label = label  # the URL without credentials, as recorded and shown
+        self.session = session
+        self.credentials = credentials
+        self.recording = recording
+        self.flights = flights
+        self.stats = stats
+        self.idle = idle
+        self._origin = str(url.origin())
+        self._base_path = url.raw_path.rstrip("/")
+
+    def target(self, path: str, query: str) -> URL:
+        """The upstream URL for a request path: the upstream's base path is prepended unless already there."""
+        base = self._base_path
+        if base and not (path == base or path.startswith(base + "/")):
+            path = base + path
+        return URL(self._origin + path + (f"?{query}" if query else ""), encoded=True)
+
+    def headers(self, request: web.BaseRequest) -> CIMultiDict[str]:
+        """The request's headers as the upstream gets them: no hop-by-hop or tag headers, never the proxy's token."""
+        drop = NOT_FORWARDED | _connection_listed(request.headers) if "Connection" in request.headers else NOT_FORWARDED
+        out: CIMultiDict[str] = CIMultiDict()
+        for name, value in request.headers.items():
+            low = name.lower()
+            if low in drop or low.startswith(TAG_PREFIX):
+                continue
             out.add(name, value)
-    return out
+        key, token = self.credentials.upstream_key, self.credentials.client_token
+        if key is not None or token is not None:
+            # The client's Authorization held the proxy's token (or the upstream key replaces it): never pass it on.
+            out.popall("Authorization", None)
+            if token is not None and out.get("api-key", "").strip() == token:
+                del out["api-key"]
+            if key is not None:
+                out["Authorization"] = f"Bearer {key}"
+        return out
+
+    async def forward(self, request: web.BaseRequest, ex: Exchange) -> web.StreamResponse:
+        """Send the request on, stream the answer back read by read, record it; a failed upstream gets its client
+        the proxy's 502/504."""
+        url = self.target(ex.path, ex.query)
+        headers = self.headers(request)
+        task = asyncio.current_task()
+        assert task is not None
+        watchdog = self.idle.watch(ex, task) if self.idle is not None else None
+        try:
+            upstream = await self._send(ex, url, headers, watchdog)
+            if isinstance(upstream, web.Response):
+                return upstream
+            return await self._relay(request, upstream, ex, watchdog)
+        finally:
+            if watchdog is not None:
+                watchdog.stop()
+
+    async def _send(
+        self, ex: Exchange, url: URL, headers: CIMultiDict[str], watchdog: Watch | None
+    ) -> aiohttp.ClientResponse | web.Response:
+        """The upstream's response (its head), or the proxy's own answer when the upstream failed."""
+        ex.sent_upstream = now = monotonic_ns()
+        ex.own_ns += now - ex.t0
+        try:
+            return await self.session.request(
+                ex.method, url, headers=headers, data=ex.body or None, allow_redirects=False
+            )
+        except asyncio.CancelledError:
+            if watchdog is None or not watchdog.absorb():
+                raise
+            return await self._failed(ex, 504, TIMEOUT, self._late())
+        except TimeoutError:
+            return await self._failed(ex, 504, TIMEOUT, self._late())
+        except aiohttp.ClientError as exc:
+            reason = str(exc) or type(exc).__name__
+            return await self._failed(ex, 502, UPSTREAM_ERROR, f"upstream {self.label} failed: {reason}")
+
+    def _late(self) -> str:
+        return f"upstream {self.label} did not answer in time"
+
+    async def _failed(self, ex: Exchange, status: int, outcome: str, message: str) -> web.Response:
+        """The proxy's own 502/504 for a failed upstream: a whole answer for its client, so recorded before it is
+        sent."""
+        self.stats.errors += 1
+        code = "upstream_timeout" if outcome == TIMEOUT else "bad_gateway"
+        body = error_body(message, type="upstream_error", code=code)
+        ex.answered_by_proxy(status, [["Content-Type", JSON_TYPE], [PROXY_ERROR_HEADER, code]], body, outcome, message)
+        response = web.Response(status=status, body=body, content_type=JSON_TYPE, headers={PROXY_ERROR_HEADER: code})
+        await self.recording.persist(ex)
+        return response
+
+    async def _relay(
+        self, request: web.BaseRequest, upstream: aiohttp.ClientResponse, ex: Exchange, watchdog: Watch | None
+    ) -> web.StreamResponse:
+        """The upstream's answer to the client: its head, its body read by read, then its end (whole or cut)."""
+        t = ex.headers_at = monotonic_ns()
+        finished = False
+        try:
+            ex.status = upstream.status
+            raw_headers = [[str(k), v] for k, v in upstream.headers.items()]  # str: a record holds plain strings
+            ex.resp_headers = raw_headers
+            ex.streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
+            response = web.StreamResponse(
+                status=upstream.status, reason=upstream.reason, headers=client_headers(raw_headers)
+            )
+            await response.prepare(request)
+            ex.own_ns += monotonic_ns() - t
+            finished = await self._pump(request, upstream, response, ex, watchdog)
+            if finished:
+                self._note_upstream(ex, upstream)
+                if watchdog is not None:
+                    watchdog.pause()  # the body is read whole: what follows waits on our writer and the client only
+                await end_whole(self.recording, ex, response)
+            elif ex.outcome != CLIENT_DISCONNECTED:
+                self.stats.errors += 1
+            return response
+        finally:
+            # close() drops the upstream connection, which is how a client's disconnect cancels the upstream request.
+            if finished:
+                upstream.release()  # the upstream's identity was noted before the record was written
+            else:
+                self._note_upstream(ex, upstream)
+                upstream.close()
+
+    async def _pump(
+        self,
+        request: web.BaseRequest,
+        upstream: aiohttp.ClientResponse,
+        response: web.StreamResponse,
+        ex: Exchange,
+        watchdog: Watch | None,
+    ) -> bool:
+        """Forward the body read by read; True if it was read to its end and the client got all of it. A body past
+        the spill size is written to the cassette in parts as it comes (bench.proxy.parts), between two reads."""
+        content = upstream.content
+        chunks = ex.chunks
+        times = ex.times
+        limit, compressed = self.recording.limit(ex)
+        held = 0
+        while True:
+            try:
+                if held >= limit:
+                    if compressed:
+                        chunks = _stop_holding(ex, chunks, held)
+                    else:
+                        held = await self._spill(ex, watchdog)
+                chunk = await content.readany()
+            except asyncio.CancelledError:
+                if watchdog is not None and watchdog.absorb():
+                    return _cut(request, ex, TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
+                # A client can leave after `proxy.close()` began (its last answer whole): only the shutdown's own cut
+                # after the grace, or a cancellation with the client still there, ends the exchange here.
+                if self.flights.cutting_off or request.transport is not None:
+                    raise
+                if not await _client_had_it_all(upstream, ex, chunks, times):
+                    return False
+                chunk = b""
+            except TimeoutError:
+                return _cut(request, ex, TIMEOUT, "upstream took longer than the request timeout")
+            except aiohttp.ClientError as exc:
+                return _cut(request, ex, UPSTREAM_ERROR, f"upstream broke the body off: {exc or type(exc).__name__}")
+            if not chunk:
+                return True
+            t = monotonic_ns()
+            chunks.append(chunk)
+            times.append(t)
+            held += len(chunk)
+            try:
+                await response.write(chunk)
+            except ConnectionError:
+                client_left(ex, t)
+                return False
+            ex.own_ns += monotonic_ns() - t
+
+    async def _spill(self, ex: Exchange, watchdog: Watch | None) -> int:
+        if watchdog is not None:
+            watchdog.pause()  # waiting for our own writer is not the upstream being silent
+        try:
+            return await self.recording.spill(ex)
+        finally:
+            if watchdog is not None:
+                watchdog.resume()
+
+    def _note_upstream(self, ex: Exchange, upstream: aiohttp.ClientResponse) -> None:
+        ex.server = upstream.headers.get("Server")
+        ex.upstream_headers = identity_headers(upstream.headers.items(), self.credentials.secret_headers)
 
 
 def client_left(ex: Exchange, at: int) -> None:
@@ -111,205 +277,38 @@ def client_left(ex: Exchange, at: int) -> None:
         ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
 
 
-def _abort_client(request: web.BaseRequest) -> None:
-    """Cut the client's connection the way the upstream cut ours, so it sees an incomplete body, not a clean end."""
-    transport = request.transport
-    if transport is not None:
-        transport.close()
+def _stop_holding(ex: Exchange, chunks: list[bytes], held: int) -> list[bytes]:
+    """A compressed body past what is recorded of one (bench.proxy.parts.hold_no_more): the rest is forwarded, not
+    held, but for its last reads (for `[DONE]`); their arrival times are still kept (one int a read): the idle watch
+    reads the last, the record only its own reads'. Returns the list the next reads go to."""
+    if chunks is ex.chunks:
+        hold_no_more(ex, held)
+        chunks = []
+    del chunks[:-2]
+    return chunks
 
 
-def _error(ex: Exchange, status: int, outcome: str, message: str) -> web.Response:
-    code = "upstream_timeout" if outcome == TIMEOUT else "bad_gateway"
-    body = error_body(message, type="upstream_error", code=code)
-    ex.answered_by_proxy(status, [["Content-Type", JSON_TYPE], [PROXY_ERROR_HEADER, code]], body, outcome, message)
-    return web.Response(status=status, body=body, content_type=JSON_TYPE, headers={PROXY_ERROR_HEADER: code})
-
-
-def _late(state: ProxyState) -> str:
-    return f"upstream {state.upstream_label} did not answer in time"
-
-
-async def _failed(state: ProxyState, ex: Exchange, status: int, outcome: str, message: str) -> web.Response:
-    """The proxy's own 502/504 for a failed upstream: a whole answer for its client, so recorded before it is sent."""
-    response = _error(ex, status, outcome, message)
-    await state.persist(ex)
-    return response
-
-
-async def forward(request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
-    assert state.session is not None and state.upstream_label is not None
-    url = state.target(ex.path, ex.query)
-    headers = upstream_headers(request, state)
-    task = asyncio.current_task()
-    assert task is not None
-    watchdog = state.idle_sweep.watch(ex, task) if state.idle_sweep is not None else None
-    try:
-        return await _forward(request, state, ex, url, headers, watchdog)
-    finally:
-        if watchdog is not None:
-            watchdog.stop()
-
-
-async def _forward(
-    request: web.BaseRequest,
-    state: ProxyState,
-    ex: Exchange,
-    url: URL,
-    headers: CIMultiDict[str],
-    watchdog: Watch | None,
-) -> web.StreamResponse:
-    assert state.session is not None
-    ex.sent_upstream = now = monotonic_ns()
-    ex.own_ns += now - ex.t0
-    try:
-        upstream = await state.session.request(
-            ex.method,
-            url,
-            headers=headers,
-            data=ex.body or None,
-            allow_redirects=False,
-        )
-    except asyncio.CancelledError:
-        if watchdog is None or not watchdog.absorb():
-            raise
-        state.stats.errors += 1
-        return await _failed(state, ex, 504, TIMEOUT, _late(state))
-    except TimeoutError:
-        state.stats.errors += 1
-        return await _failed(state, ex, 504, TIMEOUT, _late(state))
-    except aiohttp.ClientError as exc:
-        state.stats.errors += 1
-        reason = str(exc) or type(exc).__name__
-        return await _failed(state, ex, 502, UPSTREAM_ERROR, f"upstream {state.upstream_label} failed: {reason}")
-
-    t = ex.headers_at = monotonic_ns()
-    finished = False
-    try:
-        ex.status = upstream.status
-        raw_headers = [[str(k), v] for k, v in upstream.headers.items()]  # str: a record holds plain strings
-        ex.resp_headers = raw_headers
-        content_type = upstream.headers.get("Content-Type", "")
-        ex.streamed = content_type.startswith("text/event-stream")
-        response = web.StreamResponse(
-            status=upstream.status, reason=upstream.reason, headers=client_headers(raw_headers)
-        )
-        await response.prepare(request)
-        ex.own_ns += monotonic_ns() - t
-        finished = await _pump(request, upstream, response, ex, watchdog, state)
-        if not finished and ex.outcome != CLIENT_DISCONNECTED:
-            state.stats.errors += 1
-        return response
-    finally:
-        # close() drops the upstream connection, which is how a client's disconnect cancels the upstream request.
-        if finished:
-            upstream.release()  # _pump noted the upstream's identity before the record was written
-        else:
-            _note_upstream(ex, upstream, state)
-            upstream.close()
-
-
-async def _pump(
-    request: web.BaseRequest,
-    upstream: aiohttp.ClientResponse,
-    response: web.StreamResponse,
-    ex: Exchange,
-    watchdog: Watch | None,
-    state: ProxyState,
+async def _client_had_it_all(
+    upstream: aiohttp.ClientResponse, ex: Exchange, chunks: list[bytes], times: list[int]
 ) -> bool:
-    """Forward the body read by read; True if it was read to its end and the client got all of it. A body past the
-    sink's spill size is written to the cassette in parts as it comes (bench.proxy.parts), between two reads."""
-    content = upstream.content
-    chunks = ex.chunks
-    times = ex.times
-    recording = state.recording
-    limit, compressed = recording.limit(ex)
-    held = 0
-    while True:
-        try:
-            if held >= limit:
-                if compressed:
-                    if chunks is ex.chunks:
-                        hold_no_more(ex, held)
-                        # The rest is forwarded, not held (but the last reads, for `[DONE]`); its arrival times are
-                        # still kept (one int a read): the idle watch reads the last, the record only its own reads'.
-                        chunks = []
-                    del chunks[:-2]
-                else:
-                    if watchdog is not None:
-                        watchdog.pause()  # waiting for our own writer is not the upstream being silent
-                    try:
-                        held = await recording.spill(ex)
-                    finally:
-                        if watchdog is not None:
-                            watchdog.resume()
-            chunk = await content.readany()
-        except asyncio.CancelledError:
-            if watchdog is not None and watchdog.absorb():
-                return _cut(request, ex, TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
-            # A client can leave after `proxy.close()` began (its last answer whole): only the shutdown's own cut
-            # after the grace, or a cancellation with the client still there, ends the exchange here.
-            if state.cutting_off or request.transport is not None:
-                raise
-            # The client left (aiohttp cancels the handler when its connection drops). The synchronous openai SDK
-            # closes as soon as it has read `data: [DONE]`, often before the upstream's end of body reached us: if
-            # that end comes now, with nothing after what the client was sent, the client had the whole answer.
-            _uncancel()
-            left_at = monotonic_ns()
-            ended, tail = await _ends_now(content)
-            if tail:
-                # Bytes past what the client was sent are still the upstream's: recorded, never dropped.
-                chunks.append(tail)
-                times.append(monotonic_ns())
-            if tail or not (ended or (ex.streamed and sent_done(chunks))):
-                client_left(ex, left_at)
-                return False
-            if not ended:
-                # The client had the stream up to its `[DONE]`; the upstream's end of body is late (or the loop was
-                # stalled past the grace). Still whole for the client; the upstream connection is not reused.
-                upstream.close()
-            chunk = b""
-        except TimeoutError:
-            return _cut(request, ex, TIMEOUT, "upstream took longer than the request timeout")
-        except aiohttp.ClientError as exc:
-            return _cut(request, ex, UPSTREAM_ERROR, f"upstream broke the body off: {exc or type(exc).__name__}")
-        if not chunk:
-            break
-        t = monotonic_ns()
-        chunks.append(chunk)
-        times.append(t)
-        held += len(chunk)
-        try:
-            await response.write(chunk)
-        except ConnectionError:
-            client_left(ex, t)
-            return False
-        ex.own_ns += monotonic_ns() - t
-    _note_upstream(ex, upstream, state)
-    if watchdog is not None:
-        watchdog.pause()  # the body is read whole: what follows waits on our writer and the client only
-    await _end_whole(state, ex, response)
+    """The client left (aiohttp cancels the handler when its connection drops): whether it had the whole answer.
+    The synchronous openai SDK closes as soon as it has read `data: [DONE]`, often before the upstream's end of body
+    reached us: if that end comes now, with nothing after what the client was sent, the client had all of it."""
+    uncancel()
+    left_at = monotonic_ns()
+    ended, tail = await _ends_now(upstream.content)
+    if tail:
+        # Bytes past what the client was sent are still the upstream's: recorded, never dropped.
+        chunks.append(tail)
+        times.append(monotonic_ns())
+    if tail or not (ended or (ex.streamed and sent_done(chunks))):
+        client_left(ex, left_at)
+        return False
+    if not ended:
+        # The client had the stream up to its `[DONE]`; the upstream's end of body is late (or the loop was stalled
+        # past the grace). Still whole for the client; the upstream connection is not reused.
+        upstream.close()
     return True
-
-
-async def _end_whole(state: ProxyState, ex: Exchange, response: web.StreamResponse) -> None:
-    """End a response whose every body byte the client was sent: its record reaches the file first (kill -9 cannot
-    lose an answer its client has whole, and the client's next request cannot overtake it in the cassette)."""
-    try:
-        await state.persist(ex)
-        await response.write_eof()
-    except ConnectionError:
-        pass  # the client had the whole body and closed before its terminating chunk (see _pump): a whole answer
-    except asyncio.CancelledError:
-        # Cancelled (the client left, or the proxy shuts down) while the record is written: it is queued already,
-        # and the client had every byte of the body, so the exchange stays complete.
-        _uncancel()
-
-
-def _uncancel() -> None:
-    """Undo the cancellation just caught: the handler goes on to finish the exchange."""
-    task = asyncio.current_task()
-    assert task is not None
-    task.uncancel()
 
 
 async def _ends_now(content: aiohttp.StreamReader) -> tuple[bool, bytes]:
@@ -322,85 +321,8 @@ async def _ends_now(content: aiohttp.StreamReader) -> tuple[bool, bytes]:
     return not tail, tail
 
 
-def _note_upstream(ex: Exchange, upstream: aiohttp.ClientResponse, state: ProxyState) -> None:
-    ex.server = upstream.headers.get("Server")
-    ex.upstream_headers = identity_headers(upstream.headers.items(), state.secret_headers)
-
-
 def _cut(request: web.BaseRequest, ex: Exchange, outcome: str, why: str) -> bool:
     ex.fail(outcome, why)
     ex.cut = True
-    _abort_client(request)
+    abort_client(request)
     return False
-
-
-async def _sleep_until(deadline_ns: int) -> None:
-    delay = (deadline_ns - monotonic_ns()) / 1e9
-    if delay > 0:
-        await asyncio.sleep(delay)
-
-
-async def serve_recorded(
-    request: web.BaseRequest, state: ProxyState, ex: Exchange, hit: Recorded
-) -> web.StreamResponse:
-    """The recorded status, headers and bytes, read by read, on the recorded schedule scaled by the pace."""
-    rec = hit.record
-    resp_rec = rec.response
-    timing = rec.timing
-    upstream = rec.upstream
-    ex.replay_of = ReplayOf(cassette=hit.cassette, id=hit.id)
-    ex.status = resp_rec.status
-    ex.resp_headers = [list(h) for h in resp_rec.headers]
-    ex.streamed = resp_rec.streamed
-    ex.model = upstream.model
-    ex.system_fingerprint = upstream.system_fingerprint
-    ex.server = upstream.server
-    ex.upstream_headers = dict(upstream.headers)
-    ex.upstream_url = upstream.url
-    pace = state.pace
-    t0 = ex.t0
-    if pace:
-        await _sleep_until(t0 + int((timing.headers or 0) * 1000 * pace))
-    ex.headers_at = monotonic_ns()
-    response = web.StreamResponse(status=resp_rec.status or 200, headers=client_headers(ex.resp_headers))
-    await response.prepare(request)
-    offset_us = 0
-    recorded_first_token = timing.first_token
-    # A large answer's body comes from its cassette part by part (bench.proxy.replay_body), and the replay's own record
-    # writes it in parts as a recording does: neither side holds it whole.
-    recording = state.recording
-    limit, compressed = recording.limit(ex)
-    keep = recording.sink is not None  # else nothing records this replay: the body is not kept
-    held = 0
-    try:
-        async for chunk, delta in recorded_reads(hit, rec):
-            offset_us += delta
-            if held >= limit and not compressed:  # a compressed recording is served as it was held
-                held = await recording.spill(ex)
-            if pace:
-                await _sleep_until(t0 + int(offset_us * 1000 * pace))
-            t = monotonic_ns()
-            if keep:
-                ex.chunks.append(chunk)
-            ex.times.append(t)
-            held += len(chunk)
-            if ex.first_token is None and recorded_first_token is not None and offset_us >= recorded_first_token:
-                ex.first_token = t
-            try:
-                await response.write(chunk)
-            except ConnectionError:
-                ex.fail(CLIENT_DISCONNECTED, "the client went away mid-response")
-                return response
-    except BodyUnreadable as exc:
-        ex.cut = True
-        ex.fail(UPSTREAM_ERROR, f"the recorded body could not be read back: {exc}")
-        _abort_client(request)
-        return response
-    if resp_rec.cut:
-        # The recorded upstream broke the body off: break it off the same way.
-        ex.cut = True
-        ex.fail(rec.outcome, str(rec.error))
-        _abort_client(request)
-        return response
-    await _end_whole(state, ex, response)
-    return response

@@ -241,6 +241,22 @@ class Exchange:
         self.loop_lag_ns: int | None = None  # the proxy's longest event-loop stall while it was in flight
         self.spill: Spill | None = None  # reads already written as part records (bench.proxy.parts)
 
+    def replaying(self, record: records.Exchange, cassette: str, id: str, mode: str | None = None) -> None:
+        """This exchange is answered from a recording: its response head and served identity are the recording's;
+        `mode`, when given, is the mode it is recorded with."""
+        response, upstream = record.response, record.upstream
+        self.replay_of = records.ReplayOf(cassette=cassette, id=id)
+        if mode is not None:
+            self.mode = mode
+        self.status = response.status
+        self.resp_headers = [list(h) for h in response.headers]
+        self.streamed = response.streamed
+        self.model = upstream.model
+        self.system_fingerprint = upstream.system_fingerprint
+        self.server = upstream.server
+        self.upstream_headers = dict(upstream.headers)
+        self.upstream_url = upstream.url
+
     def answered_by_proxy(self, status: int, headers: list[list[str]], body: bytes, outcome: str, why: str) -> None:
         """The proxy answered this request itself (a 502/504 for a failed upstream, a replay miss's 404): that
         answer is the recorded response, one read, and `why` the failure."""

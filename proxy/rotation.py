@@ -85,7 +85,7 @@ class Rotator:
         every: float | None = None,
         on_closed: OnClosed | None = None,
     ) -> None:
-        if proxy.cassette_path is None or proxy.state.writer is None:
+        if proxy.cassette_path is None or proxy.recording.writer is None:
             raise BenchError("--rotate-size/--rotate-every: this proxy writes no cassette (passthrough); drop them")
         self.proxy = proxy
         self.size = size
@@ -108,7 +108,7 @@ class Rotator:
         self._task = asyncio.get_running_loop().create_task(self._watch())
 
     def due(self) -> bool:
-        writer = self.proxy.state.writer
+        writer = self.proxy.recording.writer
         if writer is None or writer.stats.records <= 1:
             return False  # nothing recorded yet (the header is record 0): an empty cassette is not worth a file
         if self.size is not None and writer.stats.written_bytes >= self.size:
@@ -120,13 +120,13 @@ class Rotator:
         while not self._stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), CHECK_S)
-            if not self._stop.is_set() and self.due() and not self.proxy.state.closing:
+            if not self._stop.is_set() and self.due() and not self.proxy.closing:
                 await self.rotate()
 
     async def rotate(self) -> Path:
         """Open the next cassette, send new records there, close the old one off the loop; returns the new path."""
-        state = self.proxy.state
-        old_sink = state.recording.sink
+        recording = self.proxy.recording
+        old_sink = recording.sink
         assert old_sink is not None
         old_writer = old_sink.writer
         self.rotations += 1
@@ -134,9 +134,9 @@ class Rotator:
         # Same settings, run and redaction as the first cassette: read back from its header, in a thread, with the
         # new file's creation (a header write and an fsync-free create: still file-system work, kept off the loop).
         new_writer = await asyncio.to_thread(self._open_like, old_writer, path)
-        sink = Sink(new_writer, state.stats)
+        sink = Sink(new_writer, self.proxy.stats)
         sink.loop_lag = old_sink.loop_lag
-        state.recording.sink = sink
+        recording.sink = sink
         self.proxy.cassette_path = path
         self._opened = monotonic()
         task = asyncio.get_running_loop().create_task(self._close(old_writer, old_sink))

@@ -14,17 +14,19 @@ from aiohttp import web
 from yarl import URL
 
 from bench.core.cassette import CassetteWriter, Redactor, new_cassette_path
-from bench.core.cassette.records import RunMeta, ServerInfo, Settings
+from bench.core.cassette.records import Header, RunMeta, ServerInfo, Settings
 from bench.core.errors import BenchError
 from bench.core.serving import listen
 from bench.proxy import lag as loop_lag
 from bench.proxy import modes
-from bench.proxy.app import ClientLimits, build_server
-from bench.proxy.forward import SKIP_AUTO_HEADERS
+from bench.proxy.app import ClientLimits, Handler, serve_with
+from bench.proxy.forward import SKIP_AUTO_HEADERS, Credentials, Upstream
 from bench.proxy.matching import MatchOptions
-from bench.proxy.recordings import ReplayIndex, parse_pace
-from bench.proxy.sink import Sink, writer_failed
-from bench.proxy.state import ProxyState, ProxyStats
+from bench.proxy.playback import MISS_HINT, Playback
+from bench.proxy.recordings import Recorded, ReplayIndex, parse_pace
+from bench.proxy.sink import Recording, Sink, writer_failed
+from bench.proxy.state import Flights, ProxyStats
+from bench.proxy.watchdog import IdleSweep
 
 # TCPConnector's default limit of 100 would queue streams inside the proxy beyond 100 concurrent ones (docs/proxy.md).
 UPSTREAM_CONNECTIONS = 4096
@@ -50,20 +52,27 @@ def public_url(url: str) -> tuple[URL, str]:
 
 
 class RunningProxy:
-    """A proxy serving on `url`; `close()` stops it and closes its cassette."""
+    """A proxy serving on `url` (or, started with `serve=False`, answering what `handle` is given); `close()` stops
+    it and closes its cassette."""
 
     def __init__(
         self,
         *,
         url: str,
-        state: ProxyState,
+        handle: Handler,
+        upstream: Upstream | None,
+        playback: Playback | None,
         runner: web.BaseRunner | None,
         site: web.TCPSite | None,
         cassette_path: Path | None,
     ) -> None:
         self.url = url
         self.cassette_path = cassette_path
-        self._state = state
+        self.handle = handle  # the request handler (`bench.proxy.app.serve_with` routes requests to it)
+        self.recording = handle.recording  # the open cassette (a rotation replaces it)
+        self._flights = handle.flights
+        self._upstream = upstream
+        self._playback = playback
         self._runner = runner
         self._site = site
         self._closed = False
@@ -71,20 +80,33 @@ class RunningProxy:
 
     @property
     def stats(self) -> ProxyStats:
-        return self._state.stats
-
-    @property
-    def state(self) -> ProxyState:
-        """What `bench.proxy.app.serve_with` needs to route requests to a proxy started with `serve=False`."""
-        return self._state
+        return self.handle.stats
 
     @property
     def mode(self) -> str:
-        return self._state.mode.name
+        return self.handle.mode.name
 
     @property
     def in_flight(self) -> int:
-        return len(self._state.in_flight)
+        return len(self._flights)
+
+    @property
+    def closing(self) -> bool:
+        return self._flights.closing
+
+    @property
+    def index(self) -> ReplayIndex | None:
+        """The recordings it replays (replay and auto modes)."""
+        return self._playback.index if self._playback is not None else None
+
+    @property
+    def misses(self) -> list[str]:
+        """Each replay miss's message, in order."""
+        return self._playback.misses if self._playback is not None else []
+
+    def unused(self) -> list[Recorded]:
+        """The recordings no request has used so far."""
+        return self._playback.index.unused() if self._playback is not None else []
 
     def hurry(self) -> None:
         """End the grace period of a running `close()` now (a second Ctrl-C)."""
@@ -95,34 +117,17 @@ class RunningProxy:
         if self._closed:
             return
         self._closed = True
-        state = self._state
-        state.closing = True
-        if self._site is not None:
-            await self._site.stop()
-        if state.in_flight:
-            idle = asyncio.ensure_future(state.idle.wait())
-            hurry = asyncio.ensure_future(self._hurry.wait())
-            await asyncio.wait({idle, hurry}, timeout=grace, return_when=asyncio.FIRST_COMPLETED)
-            idle.cancel()
-            hurry.cancel()
-        late = list(state.in_flight.values())
-        state.cutting_off = bool(late)
-        for task in late:
-            task.cancel()  # each handler records its exchange as cut off by the shutdown
-        if late:
-            await asyncio.wait(late, timeout=5.0)
-        if self._runner is not None:
-            await self._runner.cleanup()
-        sink = state.recording.sink
+        late = await self._stop_serving(grace)
+        sink = self.recording.sink
         if sink is not None and sink.pending:
             await asyncio.gather(*sink.pending, return_exceptions=True)
-        if state.session is not None:
-            await state.session.close()
+        if self._upstream is not None:
+            await self._upstream.session.close()
         if sink is not None and sink.loop_lag is not None:
             loop_lag.uninstall(asyncio.get_running_loop(), sink.loop_lag)
             sink.loop_lag = None
         if sink is not None:
-            s = state.stats
+            s = self.stats
             await self._close_writer(
                 interrupted=interrupted or bool(late),
                 cut_by_shutdown=len(late),
@@ -132,8 +137,31 @@ class RunningProxy:
                 client_disconnects=s.client_disconnects,
             )
 
+    async def _stop_serving(self, grace: float) -> list[asyncio.Task[Any]]:
+        """Stop listening, wait up to `grace` seconds for the exchanges in flight, cut off those still running (each
+        handler records its exchange as cut off by the shutdown); returns those."""
+        flights = self._flights
+        flights.closing = True
+        if self._site is not None:
+            await self._site.stop()
+        if flights.tasks:
+            idle = asyncio.ensure_future(flights.idle.wait())
+            hurry = asyncio.ensure_future(self._hurry.wait())
+            await asyncio.wait({idle, hurry}, timeout=grace, return_when=asyncio.FIRST_COMPLETED)
+            idle.cancel()
+            hurry.cancel()
+        late = list(flights.tasks.values())
+        flights.cutting_off = bool(late)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late, timeout=5.0)
+        if self._runner is not None:
+            await self._runner.cleanup()
+        return late
+
     async def _close_writer(self, **end: Any) -> None:
-        writer = self._state.writer
+        writer = self.recording.writer
         assert writer is not None
         try:
             await writer.aclose(**end)
@@ -148,7 +176,8 @@ class RunningProxy:
     @property
     def recording_failure(self) -> str | None:
         """Why the cassette file failed (disk full...), if it did."""
-        return self._state.writer.stats.failure if self._state.writer is not None else None
+        writer = self.recording.writer
+        return writer.stats.failure if writer is not None else None
 
     async def __aenter__(self) -> RunningProxy:
         return self
@@ -178,91 +207,142 @@ async def start_proxy(
     repeat: bool = True,
     serve: bool = True,
     match: MatchOptions | None = None,
+    miss_hint: str = MISS_HINT,
 ) -> RunningProxy:
     """Start a proxy. `cassette` writes exactly that file instead of a new one in `cassettes` (which replay then
     reads, a folder or one file); `replay_log=False` writes nothing in replay mode; `repeat=False` answers a replayed
     request asked more often than it was recorded as a miss; `serve=False` listens nowhere, for a caller that routes
     requests itself (`bench.proxy.app.serve_with`, as the pytest plugin does to keep one address across tests); `limits`
-    bound slow clients (default: nginx's)."""
+    bound slow clients (default: nginx's); `miss_hint` ends a replay miss's message (how to fix it)."""
     chosen = modes.get(mode)
     pace_factor = parse_pace(pace)
     if upstream is None and chosen.forwards:
         raise BenchError(f"--mode {mode} forwards requests and needs --upstream URL (only replay works without one)")
-    target, label = public_url(upstream) if upstream is not None else (None, None)
+    label = public_url(upstream)[1] if upstream is not None else None
     cassettes = Path(cassettes)
-
-    index: ReplayIndex | None = None
-    if chosen.replays:
-        index = ReplayIndex.load(cassettes, match or MatchOptions())
+    index = ReplayIndex.load(cassettes, match or MatchOptions()) if chosen.replays else None
     chosen.check(index, cassettes)
-
-    base = redactor or Redactor()
-    secrets = tuple(v for v in (upstream_key, client_token) if v)
-    redactor = dataclasses.replace(base, extra_values=base.extra_values + secrets)
-
-    state = ProxyState(
-        mode=chosen,
-        upstream=target,
-        upstream_label=label,
-        pace=pace_factor,
-        session=None,
-        index=index,
-        upstream_key=upstream_key,
-        client_token=client_token,
-        secret_headers=redactor.headers,
-        idle_timeout=idle_timeout,
-        repeat=repeat,
-    )
-    runner: web.BaseRunner | None = None
-    site: web.TCPSite | None = None
-    url = ""
-    if serve:
-        runner, site, url = await listen(build_server(state, limits), host, port)
-
-    if chosen.forwards:
-        state.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=UPSTREAM_CONNECTIONS, limit_per_host=0),
-            # The idle timeout is bench.proxy.watchdog, not sock_read (which costs a timer per read).
-            timeout=aiohttp.ClientTimeout(total=request_timeout),
-            auto_decompress=False,
-            # On the session, not per request: aiohttp turns a request's own list into a new set on every request.
-            skip_auto_headers=SKIP_AUTO_HEADERS,
-            # A proxy must not keep one client's cookies and send them with another client's requests.
-            cookie_jar=aiohttp.DummyCookieJar(),
-            trust_env=False,
-        )
-    cassette_path: Path | None = None
+    redactor = _with_secrets(redactor or Redactor(), upstream_key, client_token)
+    stats, flights, recording = ProxyStats(), Flights(), Recording()
+    forwarder = None
+    if upstream is not None and chosen.forwards:
+        credentials = Credentials(upstream_key, client_token, redactor.headers)
+        forwarder = _forwarder(upstream, credentials, request_timeout, idle_timeout, recording, flights, stats)
+    playback = None
+    if index is not None:
+        playback = Playback(index, recording, stats, pace=pace_factor, repeat=repeat, hint=miss_hint)
+    answering = modes.build(chosen, forwarder, playback)
+    handler = Handler(answering, flights, recording, stats, limits, client_token, upstream_label=label)
+    path = None
     if chosen.writes_cassette(replay_log):
-        cassette_path = cassette or new_cassette_path(cassettes, prefix=chosen.cassette_prefix)
-        settings = Settings(
-            upstream=label,
-            mode=mode,
-            pace=pace,
-            listen=url,
-            upstream_key=upstream_key is not None,
-            client_token=client_token is not None,
-            request_timeout=request_timeout,
-            idle_timeout=idle_timeout,
-            replay_sources=index.files if index is not None else 0,
-            # How replayed requests were matched to recordings (strict unless match options were given).
-            match=index.match.describe() if index is not None else None,
-        )
-        try:
-            writer = CassetteWriter(
-                cassette_path,
-                settings=settings,
-                run=run,
-                server=msgspec.UNSET if server is None else server,
-                redactor=redactor,
-                on_failure=partial(writer_failed, cassette_path),
-            )
-        except BenchError:
-            if state.session is not None:
-                await state.session.close()
-            if runner is not None:
-                await runner.cleanup()
-            raise
-        sink = Sink(writer, state.stats)
-        sink.loop_lag = loop_lag.install(asyncio.get_running_loop())
-        state.recording.sink = sink
-    return RunningProxy(url=url, state=state, runner=runner, site=site, cassette_path=cassette_path)
+        path = cassette or new_cassette_path(cassettes, prefix=chosen.cassette_prefix)
+    settings = _settings(label, mode, pace, upstream_key, client_token, (request_timeout, idle_timeout), index)
+    address = (host, port) if serve else None
+    header = Header(settings=settings, run=run or RunMeta(), server=msgspec.UNSET if server is None else server)
+    runner, site, url = await _open(handler, forwarder, address, path, header, redactor)
+    return RunningProxy(
+        url=url, handle=handler, upstream=forwarder, playback=playback, runner=runner, site=site, cassette_path=path
+    )
+
+
+def _forwarder(
+    upstream: str,
+    credentials: Credentials,
+    request_timeout: float | None,
+    idle_timeout: float | None,
+    recording: Recording,
+    flights: Flights,
+    stats: ProxyStats,
+) -> Upstream:
+    target, label = public_url(upstream)
+    idle = IdleSweep(idle_timeout) if idle_timeout else None
+    return Upstream(target, label, _session(request_timeout), credentials, recording, flights, stats, idle)
+
+
+async def _open(
+    handler: Handler,
+    forwarder: Upstream | None,
+    address: tuple[str, int] | None,
+    path: Path | None,
+    header: Header,
+    redactor: Redactor,
+) -> tuple[web.BaseRunner | None, web.TCPSite | None, str]:
+    """Listen on `address` (None: nowhere) and open the cassette at `path` (None: none); what is open is closed again
+    if either fails."""
+    runner: web.BaseRunner | None = None
+    site, url = None, ""
+    try:
+        if address is not None:
+            runner, site, url = await listen(serve_with(handler, handler.limits, handler.stats), *address)
+        if path is not None:
+            header.settings.listen = url
+            handler.recording.sink = _sink(path, header, redactor, handler.stats)
+    except BaseException:
+        if forwarder is not None:
+            await forwarder.session.close()
+        if runner is not None:
+            await runner.cleanup()
+        raise
+    return runner, site, url
+
+
+def _settings(
+    label: str | None,
+    mode: str,
+    pace: str,
+    upstream_key: str | None,
+    client_token: str | None,
+    timeouts: tuple[float | None, float | None],
+    index: ReplayIndex | None,
+) -> Settings:
+    """The cassette header's `settings`: how this proxy was set up (never a key: only whether one was set); the
+    address it listens on is filled in once it does."""
+    return Settings(
+        upstream=label,
+        mode=mode,
+        pace=pace,
+        upstream_key=upstream_key is not None,
+        client_token=client_token is not None,
+        request_timeout=timeouts[0],
+        idle_timeout=timeouts[1],
+        replay_sources=index.files if index is not None else 0,
+        # How replayed requests were matched to recordings (strict unless match options were given).
+        match=index.match.describe() if index is not None else None,
+    )
+
+
+def _with_secrets(redactor: Redactor, upstream_key: str | None, client_token: str | None) -> Redactor:
+    """The redactor, also scrubbing the upstream key and the client token wherever they appear."""
+    secrets = tuple(v for v in (upstream_key, client_token) if v)
+    return dataclasses.replace(redactor, extra_values=redactor.extra_values + secrets)
+
+
+def _session(request_timeout: float | None) -> aiohttp.ClientSession:
+    """The upstream session every forwarded request shares."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=UPSTREAM_CONNECTIONS, limit_per_host=0),
+        # The idle timeout is bench.proxy.watchdog, not sock_read (which costs a timer per read).
+        timeout=aiohttp.ClientTimeout(total=request_timeout),
+        auto_decompress=False,
+        # On the session, not per request: aiohttp turns a request's own list into a new set on every request.
+        skip_auto_headers=SKIP_AUTO_HEADERS,
+        # A proxy must not keep one client's cookies and send them with another client's requests.
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,
+    )
+
+
+def _sink(path: Path, header: Header, redactor: Redactor, stats: ProxyStats) -> Sink:
+    """A new cassette at `path` (its header's settings, run and server as given) and the pipeline that records into
+    it, its loop's stalls timed."""
+    writer = CassetteWriter(
+        path,
+        settings=header.settings,
+        run=header.run,
+        server=header.server,
+        redactor=redactor,
+        on_failure=partial(writer_failed, path),
+    )
+    sink = Sink(writer, stats)
+    sink.loop_lag = loop_lag.install(asyncio.get_running_loop())
+    return sink

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from bench.proxy.modes import Mode, mode
@@ -9,8 +10,8 @@ from bench.proxy.modes import Mode, mode
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from bench.proxy.forward import Upstream
     from bench.proxy.recorder import Exchange
-    from bench.proxy.state import ProxyState
 
 
 @mode("passthrough")
@@ -18,10 +19,8 @@ class Passthrough(Mode):
     recorded_as = "passthrough"
     records = False
 
-    def __init__(self) -> None:
-        from bench.proxy.forward import forward
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
 
-        self.forward = forward
-
-    async def respond(self, request: web.BaseRequest, state: ProxyState, ex: Exchange) -> web.StreamResponse:
-        return await self.forward(request, state, ex)
+    def respond(self, request: web.BaseRequest, ex: Exchange) -> Awaitable[web.StreamResponse]:
+        return self.upstream.forward(request, ex)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aiohttp import web
 
 from bench.core.serving import listen
-from bench.proxy.app import ClientLimits, handle, serve_with
+from bench.proxy.app import ClientLimits, serve_with
 from bench.proxy.error_responses import error_response
 from bench.proxy.state import ProxyStats
 
@@ -61,7 +61,7 @@ class ProxyLoop:
     async def _dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
         route = self.route
         if route is not None and route.proxy is not None:
-            return await handle(route.proxy.state, self._limits, request)
+            return await route.proxy.handle(request)
         if route is not None and route.missing is not None:
             route.missing_hits += 1
             return error_response(404, route.missing, type="invalid_request_error", code="replay_miss")

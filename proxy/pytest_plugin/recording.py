@@ -136,8 +136,8 @@ class TestRecording:
                 replay_log=False,
                 repeat=False,
                 serve=False,
+                miss_hint=self.fix(),
             )
-            self.proxy.state.miss_hint = self.fix()
             self.route = Route(self.proxy)
         loop.route = self.route
 
@@ -147,11 +147,11 @@ class TestRecording:
         if self.route is not None and self.route.missing is not None:
             o.misses = [self.route.missing] if self.route.missing_hits else []
         elif self.proxy is not None:
-            state = self.proxy.state
-            o.misses = [f"bench: {self.test}: {m}" for m in state.miss_messages]
-            o.replayed = state.stats.replayed
-            if self.plan == REPLAY and state.index is not None:
-                o.unused = [f"{r.id} ({r.request.method} {r.request.path})" for r in state.index.unused()]
+            proxy = self.proxy
+            o.misses = [f"bench: {self.test}: {m}" for m in proxy.misses]
+            o.replayed = proxy.stats.replayed
+            if self.plan == REPLAY:
+                o.unused = [f"{r.id} ({r.request.method} {r.request.path})" for r in proxy.unused()]
         return o.misses
 
     async def stop(self, loop: ProxyLoop) -> None:

@@ -238,7 +238,7 @@ async def test_a_bug_in_the_proxy_is_an_openai_shaped_500_with_its_traceback_log
         raise RuntimeError("planted bug")
 
     monkeypatch.setattr("bench.proxy.app.fingerprint", broken)
-    monkeypatch.setattr(proxy._state, "index", object())  # fingerprints every request, as replay does
+    monkeypatch.setattr(proxy.handle, "fingerprint_first", True)  # fingerprints every request, as replay does
     head, body = chat_request({}, close=True)
     reader, writer = await connect(proxy)
     writer.write(head + body)

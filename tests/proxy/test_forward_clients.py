@@ -150,7 +150,7 @@ async def test_a_client_leaving_after_done_while_the_proxy_stops_had_the_whole_a
         while b"data: [DONE]\n\n" not in seen:
             seen += await response.content.readany()
         stopping = asyncio.create_task(proxy.close())
-        while not proxy.state.closing:
+        while not proxy.closing:
             await asyncio.sleep(0)
         response.connection.transport.close()  # type: ignore[union-attr]
         response.release()

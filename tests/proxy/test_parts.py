@@ -121,8 +121,8 @@ async def test_a_large_answer_is_written_in_parts_and_every_reader_gets_it_back_
     cassettes = tmp_path / "cassettes"
     async for url in serve(big_app(body, events)):
         recorder = await start_proxy(upstream=url, cassettes=cassettes)
-        assert recorder.state.recording.sink is not None
-        recorder.state.recording.sink.spill_bytes = SPILL
+        assert recorder.recording.sink is not None
+        recorder.recording.sink.spill_bytes = SPILL
         assert await ask(recorder.url, False) == hashlib.sha256(body).hexdigest()
         assert await ask(recorder.url, True) == hashlib.sha256(b"".join(events)).hexdigest()
         await recorder.close()
@@ -172,8 +172,8 @@ async def test_a_key_echoed_across_part_boundaries_never_reaches_the_file(tmp_pa
     events = sse_events(3000)
     async for url in serve(big_app(b"{}", events, echo_every=7)):
         recorder = await start_proxy(upstream=url, cassettes=tmp_path)
-        assert recorder.state.recording.sink is not None
-        recorder.state.recording.sink.spill_bytes = 32 << 10
+        assert recorder.recording.sink is not None
+        recorder.recording.sink.spill_bytes = 32 << 10
         await ask(recorder.url, True)
         await recorder.close()
     path = recorder.cassette_path
@@ -245,8 +245,8 @@ async def test_a_flipped_byte_in_a_part_is_reported_and_nothing_changed_is_retur
     body = json_body(2 << 20)
     async for url in serve(big_app(body, [])):
         recorder = await start_proxy(upstream=url, cassettes=tmp_path)
-        assert recorder.state.recording.sink is not None
-        recorder.state.recording.sink.spill_bytes = SPILL
+        assert recorder.recording.sink is not None
+        recorder.recording.sink.spill_bytes = SPILL
         await ask(recorder.url, False)
         await ask(recorder.url, False)
         await recorder.close()
@@ -373,8 +373,8 @@ async def test_a_rotation_mid_answer_keeps_the_answer_whole_in_the_cassette_that
     app.router.add_post("/v1/chat/completions", chat)
     async for url in serve(app):
         recorder = await start_proxy(upstream=url, cassettes=tmp_path)
-        assert recorder.state.recording.sink is not None
-        first_sink = recorder.state.recording.sink
+        assert recorder.recording.sink is not None
+        first_sink = recorder.recording.sink
         first_sink.spill_bytes = 32 << 10
         rotator = Rotator(recorder)
         asking = asyncio.create_task(ask(recorder.url, True))
@@ -422,7 +422,7 @@ async def test_waiting_on_a_held_cassette_writer_never_counts_as_the_upstream_be
     idle = 1.0  # long enough that the upstream (in this loop, on a busy machine) is never idle that long on its own
     async for url in serve(big_app(b"{}", events)):
         recorder = await start_proxy(upstream=url, cassettes=tmp_path, idle_timeout=idle)
-        sink = recorder.state.recording.sink
+        sink = recorder.recording.sink
         assert sink is not None
         sink.spill_bytes = 32 << 10
         gate, held = hold_writer(sink.writer)

@@ -12,7 +12,7 @@ import aiohttp
 import openai
 import pytest
 
-import bench.proxy.forward
+import bench.proxy.playback
 from bench.core.cassette import CassetteReader, find_cassettes, read_cassette, records
 from bench.core.errors import BenchError
 from bench.proxy import start_proxy
@@ -93,7 +93,7 @@ async def test_a_miss_names_the_nearest_request_and_what_differs(upstream: Upstr
     assert miss.response.status == 404 and miss.outcome == "upstream_error" and miss.mode == "replay"
     assert b"replay_miss" in miss.response.chunks[0] and "nearest recorded: x1" in miss.error
     again = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
-    assert again._state.index is not None and len(again._state.index) == 2
+    assert again.index is not None and len(again.index) == 2
     await again.close()
 
 
@@ -144,13 +144,13 @@ async def test_pacing_realtime_takes_the_recorded_time_and_instant_does_not(
     # The schedule each replay asks for, read where it sleeps (the wall clock of a busy machine only adds delay).
     offsets_us = [recorded.timing.headers, *itertools.accumulate(recorded.response.chunk_us)]
     deadlines: list[int] = []
-    sleep_until = bench.proxy.forward._sleep_until
+    sleep_until = bench.proxy.playback._sleep_until
 
     async def noted(deadline_ns: int) -> None:
         deadlines.append(deadline_ns)
         await sleep_until(deadline_ns)
 
-    monkeypatch.setattr(bench.proxy.forward, "_sleep_until", noted)
+    monkeypatch.setattr(bench.proxy.playback, "_sleep_until", noted)
 
     elapsed = {}
     for pace, factor in (("realtime", 1.0), ("instant", 0.0), ("x4", 0.25)):
@@ -207,7 +207,7 @@ async def test_replay_skips_replays_and_disconnects_when_indexing(upstream: Upst
     assert [r.outcome for r in read_cassette(recorder.cassette_path)[1]] == ["complete", "client_disconnected"]
     for _ in range(2):  # the replay sessions write cassettes too; they must not double the index
         player = await start_proxy(upstream=None, cassettes=cassettes, mode="replay", pace="instant")
-        assert player._state.index is not None and len(player._state.index) == 1
+        assert player.index is not None and len(player.index) == 1
         client = sdk(player.url + "/v1")
         assert await raw_chat(client) == body
         with pytest.raises(openai.NotFoundError):

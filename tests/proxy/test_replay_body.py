@@ -49,8 +49,8 @@ async def fetch(url: str) -> bytes:
 async def record(tmp_path: Path, body: list[bytes]) -> Path:
     async for url in serve(paced_app(body)):
         recorder = await start_proxy(upstream=url, cassettes=tmp_path / "rec")
-        assert recorder.state.recording.sink is not None
-        recorder.state.recording.sink.spill_bytes = SPILL
+        assert recorder.recording.sink is not None
+        recorder.recording.sink.spill_bytes = SPILL
         assert await fetch(recorder.url) == b"".join(body)
         await recorder.close()
     path = recorder.cassette_path
@@ -64,9 +64,9 @@ async def test_a_large_answer_replays_from_its_parts_byte_for_byte_at_the_record
     [recorded] = list(CassetteReader(path))
     player = await start_proxy(upstream=None, cassettes=tmp_path / "rec", mode="replay", pace="realtime")
     try:
-        assert player.state.index is not None and player.state.recording.sink is not None
-        player.state.recording.sink.spill_bytes = SPILL
-        [item] = player.state.index.all
+        assert player.index is not None and player.recording.sink is not None
+        player.recording.sink.spill_bytes = SPILL
+        [item] = player.index.all
         held = item.record.response
         # The index holds the record without its parts' reads: the body is read from the file when served.
         assert held.parts and sum(map(len, held.chunks)) < len(b"".join(body)) // 4

@@ -62,7 +62,7 @@ async def test_a_failed_cassette_writer_does_not_stop_forwarding(
     upstream: Upstream, cassettes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
-    writer = proxy._state.writer
+    writer = proxy.recording.writer
     assert writer is not None
     # A full disk: every write to the cassette now fails with ENOSPC.
     full = os.open("/dev/full", os.O_WRONLY)

@@ -132,7 +132,7 @@ async def test_a_client_that_leaves_while_its_start_waits_is_recorded_as_client_
 ) -> None:
     proxy = await start_proxy(upstream=upstream.url, cassettes=cassettes)
     held = Held()
-    proxy.state.starts = held
+    proxy.handle.starts = held
     host, port = proxy.url.removeprefix("http://").split(":")
     head, body = chat_request({"stream": True})
     _, writer = await asyncio.open_connection(host, int(port))
