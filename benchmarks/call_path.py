@@ -20,8 +20,9 @@ make a sequence of module names (a coroutine's resumption is a call, its suspens
   - hops: how often the module changes from one event to the next;
   - returns: hops into a module the sequence had already left before.
 Not counted: the loop-lag monitor's `select` (bench.proxy.lag wraps the loop's selector: it runs once per loop
-iteration, whatever the exchange) and the cassette writer's thread (compression and file writes). The counts depend on
-the code's structure only, not on timing: the same tree gives the same figures run after run.
+iteration, whatever the exchange) and the cassette writer's thread (compression and file writes). Modules, hops and
+returns depend on the code's structure only: the same tree gives the same figures run after run (the event count moves
+by a few: how often the record task yields to the loop depends on time).
 
 Each tree runs in its own process (two trees cannot share one): `--tree DIR` is a source tree with this project's
 layout before or after the namespace move (issue 29), imported from DIR ahead of the installed one.

@@ -42,11 +42,17 @@ STEP_NAMES = [
 def measure(count: int) -> dict[str, Any]:
     """Build `count` records the way the proxy does; CPU ns per step (lists) and the reads per exchange."""
     sys.path.insert(0, str(HERE))
+    import importlib
+
     import proxy_overhead as po
 
-    from bench.core.cassette import CassetteWriter
-    from bench.proxy.persist import Persister
-    from bench.proxy.recorder import Exchange
+    # A tree from before the namespace move (issue 29) has the proxy at the top level.
+    namespace = (Path.cwd() / "bench" / "proxy").is_dir()
+    cassette = importlib.import_module("bench.core.cassette" if namespace else "bench.cassette")
+    CassetteWriter = cassette.CassetteWriter
+    Persister = importlib.import_module("bench.proxy.persist" if namespace else "proxy.persist").Persister
+    recorder = importlib.import_module("bench.proxy.recorder" if namespace else "proxy.recorder")
+    Exchange = recorder.Exchange
 
     po._VOCAB = po._vocabulary()
 
@@ -66,29 +72,30 @@ def measure(count: int) -> dict[str, Any]:
             ["Content-Type", "application/json"],
         ]
         t0 = monotonic_ns()
-        ex = Exchange(
-            t0=t0,
-            started_us=t0 // 1000,
-            mode="record",
-            method="POST",
-            path="/v1/chat/completions",
-            query="",
-            req_headers=headers,
-            body=body,
-            fp="",
-            tags={},
-            upstream_url="http://127.0.0.1:8001",
-        )
-        ex.status = 200
-        ex.resp_headers = [
+        answer = [
             ["Content-Type", "text/event-stream"],
             ["x-request-id", f"req_{seed}"],
             ["Date", "Tue, 01 Dec 2026 05:00:00 GMT"],
             ["Server", "Python/3.11 aiohttp/3.9"],
             ["Transfer-Encoding", "chunked"],
         ]
-        ex.streamed = True
-        ex.sent_upstream, ex.headers_at = t0 + 100_000, t0 + 200_000
+        start = {
+            "t0": t0,
+            "started_us": t0 // 1000,
+            "mode": "record",
+            "tags": {},
+            "upstream_url": "http://127.0.0.1:8001",
+        }
+        if "request" in Exchange.__slots__:  # the live exchange holds its record's request and response head
+            request = cassette.records.Request(method="POST", path="/v1/chat/completions", headers=headers, body=body)
+            ex = Exchange(request=request, **start)
+            ex.sent(t0 + 100_000)
+            ex.answered(cassette.records.Response(status=200, headers=answer, streamed=True), t0 + 200_000)
+        else:
+            request_fields = {"method": "POST", "path": "/v1/chat/completions", "query": "", "fp": ""}
+            ex = Exchange(req_headers=headers, body=body, **request_fields, **start)
+            ex.status, ex.resp_headers, ex.streamed = 200, answer, True
+            ex.sent_upstream, ex.headers_at = t0 + 100_000, t0 + 200_000
         t = t0 + 1_000_000
         for read in po.stream_chunks(seed, po.TOKENS):
             t += 25_000_000

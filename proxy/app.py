@@ -28,6 +28,7 @@ from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 
 from bench.core.cassette.format import CLIENT_DISCONNECTED
+from bench.core.cassette.records import Request
 from bench.core.cassette.redact import describe_bad_request
 from bench.core.fingerprint import fingerprint
 from bench.proxy.error_responses import (
@@ -380,12 +381,7 @@ class Handler:
             t0=t0,
             started_us=time.time_ns() // 1000 - (monotonic_ns() - t0) // 1000,
             mode=self.mode.recorded_as,
-            method=request.method,
-            path=path,
-            query=query,
-            req_headers=headers,
-            body=body,
-            fp=fp,
+            request=Request(method=request.method, path=path, query=query, headers=headers, body=body, fp=fp),
             tags=tags,
             upstream_url=self.upstream_label,
         )

@@ -17,6 +17,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from bench.core.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ERROR
+from bench.core.cassette.records import Response
 from bench.proxy.downstream import HOP_BY_HOP, abort_client, client_headers, end_whole, uncancel
 from bench.proxy.error_responses import JSON_TYPE, error_body
 from bench.proxy.identity import identity_headers
@@ -117,7 +118,7 @@ class Upstream:
     async def forward(self, request: web.BaseRequest, ex: Exchange) -> web.StreamResponse:
         """Send the request on, stream the answer back read by read, record it; a failed upstream gets its client
         the proxy's 502/504."""
-        url = self.target(ex.path, ex.query)
+        url = self.target(ex.request.path, ex.request.query)
         headers = self.headers(request)
         task = asyncio.current_task()
         assert task is not None
@@ -135,11 +136,11 @@ class Upstream:
         self, ex: Exchange, url: URL, headers: CIMultiDict[str], watchdog: Watch | None
     ) -> aiohttp.ClientResponse | web.Response:
         """The upstream's response (its head), or the proxy's own answer when the upstream failed."""
-        ex.sent_upstream = now = monotonic_ns()
-        ex.own_ns += now - ex.t0
+        ex.sent(monotonic_ns())
+        request = ex.request
         try:
             return await self.session.request(
-                ex.method, url, headers=headers, data=ex.body or None, allow_redirects=False
+                request.method, url, headers=headers, data=request.body or None, allow_redirects=False
             )
         except asyncio.CancelledError:
             if watchdog is None or not watchdog.absorb():
@@ -169,18 +170,17 @@ class Upstream:
         self, request: web.BaseRequest, upstream: aiohttp.ClientResponse, ex: Exchange, watchdog: Watch | None
     ) -> web.StreamResponse:
         """The upstream's answer to the client: its head, its body read by read, then its end (whole or cut)."""
-        t = ex.headers_at = monotonic_ns()
+        t = monotonic_ns()
         finished = False
         try:
-            ex.status = upstream.status
             raw_headers = [[str(k), v] for k, v in upstream.headers.items()]  # str: a record holds plain strings
-            ex.resp_headers = raw_headers
-            ex.streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
+            streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
+            ex.answered(Response(status=upstream.status, headers=raw_headers, streamed=streamed), t)
             response = web.StreamResponse(
                 status=upstream.status, reason=upstream.reason, headers=client_headers(raw_headers)
             )
             await response.prepare(request)
-            ex.own_ns += monotonic_ns() - t
+            ex.spent(monotonic_ns() - t)
             finished = await self._pump(request, upstream, response, ex, watchdog)
             if finished:
                 self._note_upstream(ex, upstream)
@@ -213,40 +213,46 @@ class Upstream:
         times = ex.times
         limit, compressed = self.recording.limit(ex)
         held = 0
-        while True:
-            try:
-                if held >= limit:
-                    if compressed:
-                        chunks = _stop_holding(ex, chunks, held)
-                    else:
-                        held = await self._spill(ex, watchdog)
-                chunk = await content.readany()
-            except asyncio.CancelledError:
-                if watchdog is not None and watchdog.absorb():
-                    return _cut(request, ex, TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
-                # A client can leave after `proxy.close()` began (its last answer whole): only the shutdown's own cut
-                # after the grace, or a cancellation with the client still there, ends the exchange here.
-                if self.flights.cutting_off or request.transport is not None:
-                    raise
-                if not await _client_had_it_all(upstream, ex, chunks, times):
+        own = 0  # the proxy's own time forwarding reads, added to the exchange's once, when the loop ends
+        try:
+            while True:
+                try:
+                    if held >= limit:
+                        if compressed:
+                            chunks = _stop_holding(ex, chunks, held)
+                        else:
+                            held = await self._spill(ex, watchdog)
+                    chunk = await content.readany()
+                except asyncio.CancelledError:
+                    if watchdog is not None and watchdog.absorb():
+                        return _cut(request, ex, TIMEOUT, "upstream went silent longer than the idle timeout mid-body")
+                    # A client can leave after `proxy.close()` began (its last answer whole): only the shutdown's own
+                    # cut after the grace, or a cancellation with the client still there, ends the exchange here.
+                    if self.flights.cutting_off or request.transport is not None:
+                        raise
+                    if not await _client_had_it_all(upstream, ex, chunks, times):
+                        return False
+                    chunk = b""
+                except TimeoutError:
+                    return _cut(request, ex, TIMEOUT, "upstream took longer than the request timeout")
+                except aiohttp.ClientError as exc:
+                    return _cut(
+                        request, ex, UPSTREAM_ERROR, f"upstream broke the body off: {exc or type(exc).__name__}"
+                    )
+                if not chunk:
+                    return True
+                t = monotonic_ns()
+                chunks.append(chunk)
+                times.append(t)
+                held += len(chunk)
+                try:
+                    await response.write(chunk)
+                except ConnectionError:
+                    client_left(ex, t)
                     return False
-                chunk = b""
-            except TimeoutError:
-                return _cut(request, ex, TIMEOUT, "upstream took longer than the request timeout")
-            except aiohttp.ClientError as exc:
-                return _cut(request, ex, UPSTREAM_ERROR, f"upstream broke the body off: {exc or type(exc).__name__}")
-            if not chunk:
-                return True
-            t = monotonic_ns()
-            chunks.append(chunk)
-            times.append(t)
-            held += len(chunk)
-            try:
-                await response.write(chunk)
-            except ConnectionError:
-                client_left(ex, t)
-                return False
-            ex.own_ns += monotonic_ns() - t
+                own += monotonic_ns() - t
+        finally:
+            ex.spent(own)
 
     async def _spill(self, ex: Exchange, watchdog: Watch | None) -> int:
         if watchdog is not None:
@@ -258,8 +264,9 @@ class Upstream:
                 watchdog.resume()
 
     def _note_upstream(self, ex: Exchange, upstream: aiohttp.ClientResponse) -> None:
-        ex.server = upstream.headers.get("Server")
-        ex.upstream_headers = identity_headers(upstream.headers.items(), self.credentials.secret_headers)
+        ex.served_by(
+            upstream.headers.get("Server"), identity_headers(upstream.headers.items(), self.credentials.secret_headers)
+        )
 
 
 def client_left(ex: Exchange, at: int) -> None:
@@ -301,7 +308,7 @@ async def _client_had_it_all(
         # Bytes past what the client was sent are still the upstream's: recorded, never dropped.
         chunks.append(tail)
         times.append(monotonic_ns())
-    if tail or not (ended or (ex.streamed and sent_done(chunks))):
+    if tail or not (ended or (ex.response.streamed and sent_done(chunks))):
         client_left(ex, left_at)
         return False
     if not ended:
@@ -322,7 +329,6 @@ async def _ends_now(content: aiohttp.StreamReader) -> tuple[bool, bytes]:
 
 
 def _cut(request: web.BaseRequest, ex: Exchange, outcome: str, why: str) -> bool:
-    ex.fail(outcome, why)
-    ex.cut = True
+    ex.cut_off(outcome, why)
     abort_client(request)
     return False

@@ -43,7 +43,7 @@ def body_limit(ex: Exchange, spill_bytes: int | None) -> tuple[int, bool]:
     "Large answers")."""
     if spill_bytes is None:
         return NEVER, False
-    if any(k.lower() == "content-encoding" for k, _ in ex.resp_headers):
+    if any(k.lower() == "content-encoding" for k, _ in ex.response.headers):
         return COMPRESSED_HOLD, True
     return spill_bytes, False
 
@@ -51,13 +51,12 @@ def body_limit(ex: Exchange, spill_bytes: int | None) -> tuple[int, bool]:
 def hold_no_more(ex: Exchange, held: int) -> None:
     """A compressed body reached COMPRESSED_HOLD: its client gets the rest, its record keeps what is held, marked
     as cut, so that a replay breaks it off where the record ends rather than serve it as whole."""
-    ex.fail(
+    ex.cut_off(
         TRUNCATED,
         f"the compressed body passed the {COMPRESSED_HOLD / (1 << 20):g} MiB a compressed answer is recorded up to: "
         f"the client got it whole, the record keeps its first {held} bytes (for all of it, have the client send "
         "Accept-Encoding: identity)",
     )
-    ex.cut = True
 
 
 async def spill(ex: Exchange, writer: CassetteWriter) -> int:
@@ -66,13 +65,15 @@ async def spill(ex: Exchange, writer: CassetteWriter) -> int:
     (`spill_safely`)."""
     sp = ex.spill
     if sp is None:
-        scrubber = writer.redactor.body_scrubber(ex.req_headers, ex.query, ex.body, ex.resp_headers)
-        sp = ex.spill = Spill(scrubber, edge(ex.chunks, EDGE_BYTES), ex.times[0], ex.streamed)
+        request = ex.request
+        scrubber = writer.redactor.body_scrubber(request.headers, request.query, request.body, ex.response.headers)
+        sp = Spill(scrubber, edge(ex.chunks, EDGE_BYTES), ex.times[0], ex.response.streamed)
+        ex.parts_begun(sp)
     reads = ex.chunks
     count = len(reads)
     if sp.failed:
-        del reads[:-1], ex.times[:-1]
-        return len(reads[-1]) if reads else 0
+        ex.parts_failed()
+        return len(ex.chunks[-1]) if ex.chunks else 0
     steps = sp.scrubber.split_steps(reads[:count], HOLD_BYTES)
     while True:
         try:
@@ -108,9 +109,8 @@ async def spill(ex: Exchange, writer: CassetteWriter) -> int:
         sp.bytes += sum(map(len, out))
     sp.raw += sum(len(r) for r in reads[:j])
     sp.prev_us = prev
-    reads[:count] = held
-    del ex.times[:j]
-    return sum(map(len, reads))
+    ex.part_written(count, j, held)
+    return sum(map(len, ex.chunks))
 
 
 async def spill_safely(ex: Exchange, writer: CassetteWriter) -> int:

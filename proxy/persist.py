@@ -55,7 +55,7 @@ class Persister:
 
     def _submit(self, ex: Exchange, end: int, done: asyncio.Future[None] | None) -> None:
         self.seq += 1
-        ex.seq = self.seq
+        ex.numbered(self.seq)
         self.stats.exchanges += 1
         self._jobs.append((ex, end, done))
         if self.task is None:
@@ -128,15 +128,16 @@ class Persister:
         ex.settle_stream()
         yield
         yield from ex.identify_steps()
-        if not ex.fp:
-            text: bytes | Undecided | None = canonical_text_fast(ex.body)
+        request = ex.request
+        if not request.fp:
+            text: bytes | Undecided | None = canonical_text_fast(request.body)
             if isinstance(text, Undecided):  # where orjson could differ: json's path, in two steps of ~15 us
-                canon = canonical_body(ex.body)
+                canon = canonical_body(request.body)
                 yield
                 text = text_of(canon)
             else:
                 yield
-            ex.fp = fingerprint_with(ex.method, ex.path, ex.query, ex.body, text)
+            ex.fingerprinted(fingerprint_with(request.method, request.path, request.query, request.body, text))
             yield
         record = ex.to_record(end)
         yield
@@ -150,9 +151,8 @@ class Persister:
             else:
                 packed.append(data)
         # The packed record holds the body now: the reads are let go at once rather than when the handler ends
-        # (a large answer is not held twice while it waits for the writer). The times stay: the idle watchdog reads
-        # them until the handler ends.
-        ex.chunks = []
+        # (a large answer is not held twice while it waits for the writer).
+        ex.release_body()
 
     def _lost(self, why: str | None) -> None:
         self.stats.exchanges -= 1

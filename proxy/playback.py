@@ -48,7 +48,8 @@ class Playback:
         """The next recording of the request's fingerprint, None if there is none left; `wrap`: a used-up one starts
         again from its first recording."""
         index = self.index
-        return index.take(index.key_for(ex.method, ex.path, ex.query, ex.body, ex.fp), wrap=wrap)
+        r = ex.request
+        return index.take(index.key_for(r.method, r.path, r.query, r.body, r.fp), wrap=wrap)
 
     async def serve(
         self, request: web.BaseRequest, ex: Exchange, hit: Recorded, mode: str | None = None
@@ -60,21 +61,19 @@ class Playback:
         ex.replaying(rec, hit.cassette, hit.id, mode)
         if self.pace:
             await _sleep_until(ex.t0 + int((rec.timing.headers or 0) * 1000 * self.pace))
-        ex.headers_at = monotonic_ns()
-        response = web.StreamResponse(status=rec.response.status or 200, headers=client_headers(ex.resp_headers))
+        ex.head_sent(monotonic_ns())
+        response = web.StreamResponse(status=rec.response.status or 200, headers=client_headers(ex.response.headers))
         await response.prepare(request)
         try:
             if not await self._body(response, ex, hit):
                 return response
         except BodyUnreadable as exc:
-            ex.cut = True
-            ex.fail(UPSTREAM_ERROR, f"the recorded body could not be read back: {exc}")
+            ex.cut_off(UPSTREAM_ERROR, f"the recorded body could not be read back: {exc}")
             abort_client(request)
             return response
         if rec.response.cut:
             # The recorded upstream broke the body off: break it off the same way.
-            ex.cut = True
-            ex.fail(rec.outcome, str(rec.error))
+            ex.cut_off(rec.outcome, str(rec.error))
             abort_client(request)
             return response
         await end_whole(self.recording, ex, response)
@@ -101,8 +100,8 @@ class Playback:
                 ex.chunks.append(chunk)
             ex.times.append(t)
             held += len(chunk)
-            if ex.first_token is None and recorded_first_token is not None and offset_us >= recorded_first_token:
-                ex.first_token = t
+            if recorded_first_token is not None and offset_us >= recorded_first_token:
+                ex.token_at(t)
             try:
                 await response.write(chunk)
             except ConnectionError:
@@ -114,8 +113,9 @@ class Playback:
         """The 404 for a request no recording matches, naming the nearest; recorded in the replay's cassette: a
         replayed run's scores then show what it asked that was never recorded, instead of a gap."""
         self.stats.misses += 1
-        nearest = self.index.nearest(ex.method, ex.path, ex.query, ex.body)
-        message = describe_miss(ex.method, ex.path, ex.fp, nearest, hint=self.hint)
+        r = ex.request
+        nearest = self.index.nearest(r.method, r.path, r.query, r.body)
+        message = describe_miss(r.method, r.path, r.fp, nearest, hint=self.hint)
         self.misses.append(message)
         extra = {}
         if nearest is not None:

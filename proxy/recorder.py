@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from time import monotonic_ns
 from typing import Any
 
+import msgspec
 import orjson
 
 from bench.core.cassette import records
@@ -155,42 +156,50 @@ def _us(ns: int | None, t0: int) -> int | None:
     return None if ns is None else (ns - t0) // 1000
 
 
+def head_of(response: records.Response) -> records.Response:
+    """A recorded response's head (everything but its body), as a replay answers with it."""
+    return msgspec.structs.replace(
+        response, headers=[list(h) for h in response.headers], chunks=[], chunk_us=[], raw_bytes=0, cut=False, parts=[]
+    )
+
+
 class Exchange:
-    """Mutable state of one request/response; `to_record()` freezes it into the cassette schema."""
+    """One exchange as it happens. Its request (`request`), response head (`response`) and the upstream's identity
+    (`upstream`) are the record's own parts, filled in as they are known; its body is its reads (`chunks`) and their
+    arrival times (`times`, monotonic ns). It changes only through the methods below (the per-read loops of
+    bench.proxy.forward and bench.proxy.playback append to `chunks` and `times` themselves, for speed), and
+    `to_record()` makes its cassette record, the one place the proxy builds one.
+
+    Its life: it arrives (the constructor), then either goes upstream (`sent`, `answered`, reads, `served_by`), or
+    is answered from a recording (`replaying`, `head_sent`, reads, `token_at`), or by the proxy itself
+    (`answered_by_proxy`: a 502/504, a replay miss's 404). `fail` and `cut_off` keep its first failure; a large body
+    is written in parts as it comes (`parts_begun`, `part_written`, bench.proxy.parts). Once it is over (`ended`),
+    the record task (bench.proxy.persist) numbers it, settles its outcome, identifies it, fingerprints it, builds the
+    record and lets the body go (`numbered`, `settle_stream`, `identify_steps`, `fingerprinted`, `to_record`,
+    `release_body`).
+    """
 
     __slots__ = (
-        "body",
         "chunks",
-        "cut",
         "error",
         "first_token",
-        "fp",
         "headers_at",
         "loop_lag_ns",
-        "method",
         "mode",
-        "model",
         "outcome",
         "own_ns",
-        "path",
         "persisted",
-        "query",
         "replay_of",
-        "req_headers",
-        "resp_headers",
+        "request",
+        "response",
         "sent_upstream",
         "seq",
-        "server",
         "spill",
         "started_us",
-        "status",
-        "streamed",
-        "system_fingerprint",
         "t0",
         "tags",
         "times",
-        "upstream_headers",
-        "upstream_url",
+        "upstream",
     )
 
     def __init__(
@@ -199,12 +208,7 @@ class Exchange:
         t0: int,
         started_us: int,
         mode: str,
-        method: str,
-        path: str,
-        query: str,
-        req_headers: list[list[str]],
-        body: bytes,
-        fp: str,
+        request: records.Request,
         tags: dict[str, str],
         upstream_url: str | None,
     ) -> None:
@@ -212,56 +216,71 @@ class Exchange:
         self.started_us = started_us
         self.seq = 0
         self.mode = mode
-        self.method = method
-        self.path = path
-        self.query = query
-        self.req_headers = req_headers
-        self.body = body
-        self.fp = fp
+        self.request = request  # its `fp` is "" until worked out (at once when replaying, else by `fingerprinted`)
         self.tags = tags
-        self.upstream_url = upstream_url
-        self.status: int | None = None
-        self.resp_headers: list[list[str]] = []
+        self.response = records.Response()  # the head only: the body is `chunks` and `times` until the record
+        self.upstream = records.Upstream(url=upstream_url)
         self.chunks: list[bytes] = []
-        self.cut = False
         self.times: list[int] = []
-        self.streamed = False
         self.sent_upstream: int | None = None
         self.headers_at: int | None = None
         self.first_token: int | None = None
-        self.own_ns = 0
+        self.own_ns = 0  # the proxy's own time spent on it (before the upstream request, per read forwarded)
         self.outcome = COMPLETE
         self.error: str | None = None
-        self.model: str | None = None
-        self.system_fingerprint: str | None = None
-        self.server: str | None = None
-        self.upstream_headers: dict[str, str] = {}
         self.replay_of: records.ReplayOf | None = None
-        self.persisted = False  # its record is in the file already (ProxyState.persist)
+        self.persisted = False  # its record was written before its response ended (bench.proxy.sink)
         self.loop_lag_ns: int | None = None  # the proxy's longest event-loop stall while it was in flight
         self.spill: Spill | None = None  # reads already written as part records (bench.proxy.parts)
+
+    # -- answered by the upstream ------------------------------------------------------------------------------
+
+    def sent(self, at: int) -> None:
+        """The request went upstream at `at`; the proxy's own time so far is from its arrival to then."""
+        self.sent_upstream = at
+        self.own_ns += at - self.t0
+
+    def answered(self, head: records.Response, at: int) -> None:
+        """The upstream's response head (status, headers, whether it streams) arrived at `at`."""
+        self.response = head
+        self.headers_at = at
+
+    def spent(self, ns: int) -> None:
+        """The proxy spent `ns` of its own on it (sending the head on, forwarding a read)."""
+        self.own_ns += ns
+
+    def served_by(self, server: str | None, headers: dict[str, str]) -> None:
+        """What the upstream's response said of who served it: its Server header and its identity headers."""
+        self.upstream.server = server
+        self.upstream.headers = headers
+
+    # -- answered from a recording -----------------------------------------------------------------------------
 
     def replaying(self, record: records.Exchange, cassette: str, id: str, mode: str | None = None) -> None:
         """This exchange is answered from a recording: its response head and served identity are the recording's;
         `mode`, when given, is the mode it is recorded with."""
-        response, upstream = record.response, record.upstream
         self.replay_of = records.ReplayOf(cassette=cassette, id=id)
         if mode is not None:
             self.mode = mode
-        self.status = response.status
-        self.resp_headers = [list(h) for h in response.headers]
-        self.streamed = response.streamed
-        self.model = upstream.model
-        self.system_fingerprint = upstream.system_fingerprint
-        self.server = upstream.server
-        self.upstream_headers = dict(upstream.headers)
-        self.upstream_url = upstream.url
+        self.response = head_of(record.response)
+        self.upstream = msgspec.structs.replace(record.upstream, headers=dict(record.upstream.headers))
+
+    def head_sent(self, at: int) -> None:
+        """The replayed response head went to the client at `at`."""
+        self.headers_at = at
+
+    def token_at(self, t: int) -> None:
+        """A read at `t` reached the recording's first token (the first such read is the first token)."""
+        if self.first_token is None:
+            self.first_token = t
+
+    # -- answered by the proxy, failures -----------------------------------------------------------------------
 
     def answered_by_proxy(self, status: int, headers: list[list[str]], body: bytes, outcome: str, why: str) -> None:
         """The proxy answered this request itself (a 502/504 for a failed upstream, a replay miss's 404): that
         answer is the recorded response, one read, and `why` the failure."""
-        self.status = status
-        self.resp_headers = headers
+        self.response.status = status
+        self.response.headers = headers
         self.chunks.append(body)
         self.times.append(monotonic_ns())
         self.fail(outcome, why)
@@ -274,17 +293,57 @@ class Exchange:
             self.outcome = outcome
             self.error = error
 
+    def cut_off(self, outcome: str, error: str) -> None:
+        """The body was broken off (the client's connection is cut the same way): a replay breaks it off there."""
+        self.fail(outcome, error)
+        self.response.cut = True
+
+    # -- a large body in parts (bench.proxy.parts) -------------------------------------------------------------
+
+    def parts_begun(self, spill: Spill) -> None:
+        self.spill = spill
+
+    def part_written(self, count: int, written: int, held: list[bytes]) -> None:
+        """Of the first `count` reads, a part holds all but `held` (what was not safe to write yet), and the times
+        of the first `written` reads went with it."""
+        self.chunks[:count] = held
+        del self.times[:written]
+
+    def parts_failed(self) -> None:
+        """The cassette failed while the body was written in parts: the record is lost; only the last read is kept
+        (for the end-of-stream checks)."""
+        del self.chunks[:-1], self.times[:-1]
+
+    # -- over: the record (bench.proxy.sink, bench.proxy.persist) ----------------------------------------------
+
+    def ended(self, loop_lag_ns: int | None, *, durable: bool) -> None:
+        """Over, with the loop's longest stall meanwhile; `durable`: its record is written before its response ends,
+        and nothing that happens after makes it fail."""
+        self.loop_lag_ns = loop_lag_ns
+        self.persisted = self.persisted or durable
+
+    def numbered(self, seq: int) -> None:
+        self.seq = seq
+
+    def fingerprinted(self, fp: str) -> None:
+        self.request.fp = fp
+
+    def release_body(self) -> None:
+        """Its record holds the body now: the reads go (the times stay: the idle watchdog reads them until the
+        handler ends)."""
+        self.chunks = []
+
     def decoded_reads(self) -> list[bytes]:
         """The body's reads as a client's SSE or JSON parser sees them: decoded, one piece per read, when the upstream
         compressed the body (the recorded and forwarded bytes stay as sent)."""
-        if not any(k.lower() == "content-encoding" for k, _ in self.resp_headers):
+        if not any(k.lower() == "content-encoding" for k, _ in self.response.headers):
             return self.chunks
-        return decoded_record_reads(self.resp_headers, self.chunks).pieces
+        return decoded_record_reads(self.response.headers, self.chunks).pieces
 
     def settle_stream(self) -> None:
         """Call once at the end: a streamed response with no end marker is `truncated`."""
         sp = self.spill
-        ended = self.streamed and self.outcome in (COMPLETE, UPSTREAM_ERROR) and bool(self.chunks or sp)
+        ended = self.response.streamed and self.outcome in (COMPLETE, UPSTREAM_ERROR) and bool(self.chunks or sp)
         if ended and not stream_finished(self.decoded_reads(), sp is not None and sp.finish_seen):
             self.outcome = TRUNCATED
             self.error = self.error or "the stream ended without data: [DONE] and without a finish_reason"
@@ -304,16 +363,16 @@ class Exchange:
         sp = self.spill
         if self.replay_of is not None or not (self.chunks or sp):
             return  # a replay copies these from the recording
-        if sp is not None and not self.streamed:
-            content_type = next((v for k, v in self.resp_headers if k.lower() == "content-type"), "")
+        if sp is not None and not self.response.streamed:
+            content_type = next((v for k, v in self.response.headers if k.lower() == "content-type"), "")
             if "json" in content_type:  # a spilled body is past MAX_JSON_IDENTITY: read from its edges
                 tail = edge(self.chunks[::-1], EDGE_BYTES, tail=True)
-                self.model, self.system_fingerprint = edges_identity(sp.head, tail)
+                self.upstream.model, self.upstream.system_fingerprint = edges_identity(sp.head, tail)
             return
-        if not self.streamed:
-            content_type = next((v for k, v in self.resp_headers if k.lower() == "content-type"), "")
+        if not self.response.streamed:
+            content_type = next((v for k, v in self.response.headers if k.lower() == "content-type"), "")
             # Never a copy of a large body: past MAX_JSON_IDENTITY only its first and last bytes are looked at.
-            self.model, self.system_fingerprint = reads_identity(self.decoded_reads(), content_type)
+            self.upstream.model, self.upstream.system_fingerprint = reads_identity(self.decoded_reads(), content_type)
             return
         reads = self.decoded_reads()
         watch = TokenWatch() if sp is None or sp.watch is None else sp.watch
@@ -327,7 +386,7 @@ class Exchange:
                     self.first_token = t
                 break
             yield
-        self.model, self.system_fingerprint = watch.model, watch.system_fingerprint
+        self.upstream.model, self.upstream.system_fingerprint = watch.model, watch.system_fingerprint
 
     def to_record(self, end_ns: int | None = None) -> records.Exchange:
         """The cassette record of this exchange: the one place where the proxy builds one."""
@@ -345,22 +404,13 @@ class Exchange:
             id=f"x{self.seq}",
             started=self.started_us,
             mode=self.mode,
-            request=records.Request(
-                method=self.method,
-                path=self.path,
-                query=self.query,
-                headers=self.req_headers,
-                body=self.body,
-                fp=self.fp,
-            ),
-            response=records.Response(
-                status=self.status,
-                headers=self.resp_headers,
+            # Copies: redacting the record must not change the live exchange (nor, replayed, the recording).
+            request=msgspec.structs.replace(self.request),
+            response=msgspec.structs.replace(
+                self.response,
                 chunks=self.chunks,
                 chunk_us=deltas,
-                streamed=self.streamed,
                 raw_bytes=sum(map(len, self.chunks)) + (0 if sp is None else sp.raw),
-                cut=self.cut,
                 parts=[] if sp is None else list(sp.seqs),
             ),
             timing=records.Timing(
@@ -372,13 +422,7 @@ class Exchange:
                 proxy_us=self.own_ns // 1000,
                 loop_lag_us=None if self.loop_lag_ns is None else self.loop_lag_ns // 1000,
             ),
-            upstream=records.Upstream(
-                url=self.upstream_url,
-                system_fingerprint=self.system_fingerprint,
-                model=self.model,
-                server=self.server,
-                headers=self.upstream_headers,
-            ),
+            upstream=msgspec.structs.replace(self.upstream),
             outcome=self.outcome,
             error=self.error,
             tags=self.tags,

@@ -61,8 +61,7 @@ class Sink:
         if ex.persisted:
             return
         end = monotonic_ns()
-        ex.persisted = True
-        self._note_lag(ex)
+        ex.ended(self._lag(ex), durable=True)
         self._ended(ex)
         await self.records.durable(ex, end)
 
@@ -71,13 +70,12 @@ class Sink:
         if ex.persisted:
             return
         end = monotonic_ns()
-        self._note_lag(ex)
+        ex.ended(self._lag(ex), durable=False)
         self._ended(ex)
         self.records.later(ex, end)
 
-    def _note_lag(self, ex: Exchange) -> None:
-        if self.loop_lag is not None:
-            ex.loop_lag_ns = self.loop_lag.since(ex.t0)
+    def _lag(self, ex: Exchange) -> int | None:
+        return self.loop_lag.since(ex.t0) if self.loop_lag is not None else None
 
 
 class Recording:

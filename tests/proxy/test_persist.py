@@ -11,29 +11,21 @@ from time import monotonic_ns
 import pytest
 
 from bench.core.cassette import CassetteReader, CassetteWriter
+from bench.core.cassette.records import Request, Response
 from bench.proxy import persist
 from bench.proxy.persist import Persister
 from bench.proxy.recorder import Exchange
 from bench.proxy.state import ProxyStats
 
 
-def finished(i: int) -> Exchange:
-    body = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": f"hi {i}"}]}).encode()
-    ex = Exchange(
-        t0=monotonic_ns(),
-        started_us=0,
-        mode="record",
-        method="POST",
-        path="/v1/chat/completions",
-        query="",
-        req_headers=[["Content-Type", "application/json"]],
-        body=body,
-        fp="",
-        tags={},
-        upstream_url="http://127.0.0.1:9",
-    )
-    ex.status, ex.streamed = 200, True
-    ex.resp_headers = [["Content-Type", "text/event-stream"]]
+def finished(i: int, body: bytes | None = None) -> Exchange:
+    if body is None:
+        body = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": f"hi {i}"}]}).encode()
+    headers = [["Content-Type", "application/json"]]
+    request = Request(method="POST", path="/v1/chat/completions", headers=headers, body=body)
+    ex = Exchange(t0=monotonic_ns(), started_us=0, mode="record", request=request, tags={}, upstream_url="http://u:9")
+    head = Response(status=200, headers=[["Content-Type", "text/event-stream"]], streamed=True)
+    ex.answered(head, monotonic_ns())
     role = b'data: {"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
     token = b'data: {"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\n'
     for chunk in (role, token, b"data: [DONE]\n\n"):
@@ -84,13 +76,12 @@ async def test_durable_returns_once_the_record_is_in_the_file(tmp_path: Path) ->
 
 async def test_a_request_body_with_a_lone_surrogate_is_recorded(tmp_path: Path) -> None:
     # Valid JSON with no UTF-8 text (half a surrogate pair): the record is written, its fingerprint the raw body's.
-    ex = finished(0)
-    ex.body = b'{"model":"m","stream":true,"messages":[{"role":"user","content":"\\ud800"}]}'
+    ex = finished(0, b'{"model":"m","stream":true,"messages":[{"role":"user","content":"\\ud800"}]}')
     writer = CassetteWriter(tmp_path / "s.cassette")
     stats = ProxyStats()
     await Persister(writer, stats).durable(ex, monotonic_ns())
     await writer.aclose()
     (got,) = list(CassetteReader(writer.path))
     head = b"POST /v1/chat/completions?\n"
-    assert got.request.fp == "fp1:" + hashlib.sha256(head + b"raw:" + ex.body).hexdigest()[:32]
-    assert got.request.body == ex.body and stats.exchanges == 1 and stats.lost == 0
+    assert got.request.fp == "fp1:" + hashlib.sha256(head + b"raw:" + ex.request.body).hexdigest()[:32]
+    assert got.request.body == ex.request.body and stats.exchanges == 1 and stats.lost == 0

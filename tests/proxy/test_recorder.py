@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+import ast
 import itertools
 import json
+from pathlib import Path
 
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.core.cassette.records import Response
 from bench.core.sse import SSEParser
+from bench.proxy import recorder
 from bench.proxy.recorder import MAX_WATCHED_EVENTS, TokenWatch, carries_token, stream_finished
 from tests.support.records import live_exchange
 
@@ -119,11 +123,47 @@ def test_stream_end_detection() -> None:
 
 def test_record_times_are_microsecond_deltas_from_t0() -> None:
     ex = live_exchange(1_000_000_000, started_us=5, path="/v1/x", fp="fp1:0", upstream_url="http://u")
-    ex.streamed = True
-    ex.chunks = [chunk({"content": "a"}), b"data: [DONE]\n\n"]
-    ex.times = [1_002_000_000, 1_002_500_000]
+    ex.answered(Response(streamed=True), 1_001_000_000)
+    ex.chunks.extend([chunk({"content": "a"}), b"data: [DONE]\n\n"])
+    ex.times.extend([1_002_000_000, 1_002_500_000])
     ex.settle_stream()
     record = ex.to_record(end_ns=1_003_000_000)
     assert record.response.chunk_us == [2000, 500]
     assert record.timing.first_byte == 2000 and record.timing.end == 3000
     assert record.outcome == "complete" and record.response.raw_bytes == sum(map(len, ex.chunks))
+
+
+def _writes_to_ex(tree: ast.AST) -> list[int]:
+    """Lines that assign, augment or delete an attribute of `ex` (or an item of one), the proxy's name for an
+    exchange."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
+        flat = [t for target in targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
+        for target in flat:
+            base = target
+            while isinstance(base, ast.Attribute | ast.Subscript):
+                base = base.value
+            if base is not target and isinstance(base, ast.Name) and base.id == "ex":
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_live_exchange_changes_only_through_its_own_methods() -> None:
+    # Its state changes are the transitions in recorder.py (issue 29: it was written from 7 modules); the per-read
+    # loops append to its reads through local names, which this does not see, and is meant not to.
+    folder = Path(recorder.__file__).parent
+    found = {}
+    for path in sorted(folder.rglob("*.py")):
+        if path.name != "recorder.py":
+            lines = _writes_to_ex(ast.parse(path.read_text()))
+            if lines:
+                found[str(path.relative_to(folder))] = lines
+    assert found == {}
+    planted = ast.parse("ex.status = 1\nex.own_ns += 2\ndel ex.times[:3]\nex.a, b = 1, 2\nx.status = 1\n")
+    assert _writes_to_ex(planted) == [1, 2, 3, 4]

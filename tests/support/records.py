@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from bench.core.cassette.records import Exchange
+from bench.core.cassette.records import Exchange, Request
 from bench.proxy import recorder
 
 
@@ -30,17 +30,9 @@ def as_map(record: Exchange) -> dict[str, Any]:
 
 def live_exchange(t0: int, **fields: Any) -> recorder.Exchange:
     """The proxy's in-flight exchange of a POST to /v1/chat/completions started at `t0` (monotonic ns), with nothing
-    read yet; `fields` replace its defaults (`body`, `fp`, `upstream_url`, ...)."""
-    start: dict[str, Any] = {
-        "started_us": 0,
-        "mode": "record",
-        "method": "POST",
-        "path": "/v1/chat/completions",
-        "query": "",
-        "req_headers": [],
-        "body": b"{}",
-        "fp": "",
-        "tags": {},
-        "upstream_url": None,
-    }
-    return recorder.Exchange(t0=t0, **(start | fields))
+    read yet; `fields` replace its defaults: its request's (`body`, `fp`, `headers`, ...) or its own (`upstream_url`,
+    `started_us`, ...)."""
+    asked = {k: fields.pop(k) for k in list(fields) if k in Request.__struct_fields__}
+    request = Request(**({"method": "POST", "path": "/v1/chat/completions", "body": b"{}"} | asked))
+    start: dict[str, Any] = {"started_us": 0, "mode": "record", "tags": {}, "upstream_url": None}
+    return recorder.Exchange(t0=t0, request=request, **(start | fields))
