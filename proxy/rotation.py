@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from time import monotonic
-from typing import Any
 
 from bench.core.cassette import CassetteReader, CassetteWriter
 from bench.core.cassette.format import SUFFIX
+from bench.core.cassette.records import End
 from bench.core.errors import BenchError
 from bench.proxy.server import RunningProxy
 from bench.proxy.sink import Sink, writer_failed
@@ -161,7 +161,7 @@ class Rotator:
         await sink.drained()
         stats = self.proxy.stats
         try:
-            await _in_background(writer, errors=stats.errors, client_disconnects=stats.client_disconnects)
+            await _in_background(writer, End(errors=stats.errors, client_disconnects=stats.client_disconnects))
         except OSError as exc:
             log.error("bench proxy: could not finish cassette %s: %s", writer.path, exc.strerror)
             return
@@ -189,7 +189,7 @@ class Rotator:
 BACKGROUND_NICE = 19
 
 
-async def _in_background(writer: CassetteWriter, **end: Any) -> None:
+async def _in_background(writer: CassetteWriter, end: End) -> None:
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
 
@@ -205,7 +205,7 @@ async def _in_background(writer: CassetteWriter, **end: Any) -> None:
         with contextlib.suppress(OSError, AttributeError):  # a thread's own priority: Linux (and a few others)
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
         try:
-            writer.close(**end)
+            writer.close(end)
         except BaseException as exc:
             loop.call_soon_threadsafe(settle, exc)
         else:

@@ -14,7 +14,7 @@ from aiohttp import web
 from yarl import URL
 
 from bench.core.cassette import CassetteWriter, Redactor, new_cassette_path
-from bench.core.cassette.records import Header, RunMeta, ServerInfo, Settings
+from bench.core.cassette.records import End, Header, RunMeta, ServerInfo, Settings
 from bench.core.errors import BenchError
 from bench.core.serving import listen
 from bench.proxy import lag as loop_lag
@@ -128,7 +128,7 @@ class RunningProxy:
             sink.loop_lag = None
         if sink is not None:
             s = self.stats
-            await self._close_writer(
+            end = End(
                 interrupted=interrupted or bool(late),
                 cut_by_shutdown=len(late),
                 errors=s.errors,
@@ -136,6 +136,7 @@ class RunningProxy:
                 misses=s.misses,
                 client_disconnects=s.client_disconnects,
             )
+            await self._close_writer(end)
 
     async def _stop_serving(self, grace: float) -> list[asyncio.Task[Any]]:
         """Stop listening, wait up to `grace` seconds for the exchanges in flight, cut off those still running (each
@@ -160,11 +161,11 @@ class RunningProxy:
             await self._runner.cleanup()
         return late
 
-    async def _close_writer(self, **end: Any) -> None:
+    async def _close_writer(self, end: End) -> None:
         writer = self.recording.writer
         assert writer is not None
         try:
-            await writer.aclose(**end)
+            await writer.aclose(end)
         except OSError as exc:
             raise BenchError(f"could not finish cassette {self.cassette_path}: {exc.strerror}") from None
         finally:

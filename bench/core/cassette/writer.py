@@ -25,7 +25,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import zstandard
@@ -345,8 +344,10 @@ class CassetteWriter:
 
     # -- closing ------------------------------------------------------------------------------------------------
 
-    def close(self, **end_info: Any) -> WriterStats:
-        """Drain the queue, write the end record, finish the zstd frame and close the file. Idempotent."""
+    def close(self, end: End | None = None) -> WriterStats:
+        """Drain the queue, write the end record, finish the zstd frame and close the file. Idempotent. `end` holds
+        the counters of the writer's owner (a proxy's); when it closed, how many exchanges and the queue's waits are
+        the writer's own."""
         with self._cond:
             if self._closing:
                 return self.stats
@@ -355,13 +356,13 @@ class CassetteWriter:
         self._thread.join()
         try:
             if self._error is None:
-                end = End(
+                record = msgspec.structs.replace(
+                    end or End(),
                     closed=dt.datetime.now(dt.UTC).isoformat(),
                     exchanges=self.stats.records - 1,
                     queue_full_waits=self.stats.queue_full_waits,
-                    **end_info,
                 )
-                self._write_now([(encode(end), None)], end_frame=True)
+                self._write_now([(encode(record), None)], end_frame=True)
                 os.fsync(self._fd)
         finally:
             os.close(self._fd)
@@ -369,8 +370,8 @@ class CassetteWriter:
             compact.compact(self.path, self.stats.raw_bytes)
         return self.stats
 
-    async def aclose(self, **end_info: Any) -> WriterStats:
-        return await asyncio.to_thread(self.close, **end_info)
+    async def aclose(self, end: End | None = None) -> WriterStats:
+        return await asyncio.to_thread(self.close, end)
 
     def __enter__(self) -> CassetteWriter:
         return self

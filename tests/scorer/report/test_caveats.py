@@ -13,7 +13,7 @@ import pytest
 
 from bench.cli import main
 from bench.core.cassette import CassetteWriter
-from bench.core.cassette.records import Exchange, ReplayOf, RunMeta, Settings
+from bench.core.cassette.records import End, Exchange, ReplayOf, RunMeta, Settings
 from bench.scorer.rescore import Request, rescore
 from bench.view.index import open_index
 from tests.scorer.helpers import CATALOG, HASHES, record
@@ -29,7 +29,7 @@ def _cassette(path: Path, records: list[Exchange], *, interrupted: bool = False)
     w = CassetteWriter(path, settings=Settings(mode="record"), run=RunMeta(id=path.stem, tests=HASHES))
     for i, rec in enumerate(records):
         w.put(msgspec.structs.replace(rec, id=f"x{i}"))
-    w.close(interrupted=True) if interrupted else w.close()
+    w.close(End(interrupted=True) if interrupted else None)
 
 
 @pytest.fixture
