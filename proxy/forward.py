@@ -20,7 +20,6 @@ from bench.core.cassette.format import CLIENT_DISCONNECTED, TIMEOUT, UPSTREAM_ER
 from bench.core.cassette.records import Response
 from bench.proxy.downstream import HOP_BY_HOP, abort_client, client_headers, end_whole, uncancel
 from bench.proxy.error_responses import JSON_TYPE, error_body
-from bench.proxy.identity import identity_headers
 from bench.proxy.parts import hold_no_more
 from bench.proxy.recorder import Exchange
 from bench.proxy.recordings import sent_done
@@ -176,6 +175,7 @@ class Upstream:
             raw_headers = [[str(k), v] for k, v in upstream.headers.items()]  # str: a record holds plain strings
             streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
             ex.answered(Response(status=upstream.status, headers=raw_headers, streamed=streamed), t)
+            ex.served_by(self.credentials.secret_headers)
             response = web.StreamResponse(
                 status=upstream.status, reason=upstream.reason, headers=client_headers(raw_headers)
             )
@@ -183,7 +183,6 @@ class Upstream:
             ex.spent(monotonic_ns() - t)
             finished = await self._pump(request, upstream, response, ex, watchdog)
             if finished:
-                self._note_upstream(ex, upstream)
                 if watchdog is not None:
                     watchdog.pause()  # the body is read whole: what follows waits on our writer and the client only
                 await end_whole(self.recording, ex, response)
@@ -193,9 +192,8 @@ class Upstream:
         finally:
             # close() drops the upstream connection, which is how a client's disconnect cancels the upstream request.
             if finished:
-                upstream.release()  # the upstream's identity was noted before the record was written
+                upstream.release()
             else:
-                self._note_upstream(ex, upstream)
                 upstream.close()
 
     async def _pump(
@@ -262,11 +260,6 @@ class Upstream:
         finally:
             if watchdog is not None:
                 watchdog.resume()
-
-    def _note_upstream(self, ex: Exchange, upstream: aiohttp.ClientResponse) -> None:
-        ex.served_by(
-            upstream.headers.get("Server"), identity_headers(upstream.headers.items(), self.credentials.secret_headers)
-        )
 
 
 def client_left(ex: Exchange, at: int) -> None:

@@ -37,7 +37,7 @@ _EDGE_MODEL = re.compile(rb'"model"\s*:\s*"((?:[^"\\]|\\.){1,256})"')
 _EDGE_FP = re.compile(rb'"system_fingerprint"\s*:\s*"((?:[^"\\]|\\.){1,256})"')
 
 
-def identity_headers(headers: Iterable[tuple[str, str]], secret: frozenset[str]) -> dict[str, str]:
+def identity_headers(headers: Iterable[Sequence[str]], secret: frozenset[str]) -> dict[str, str]:
     """Identifying response headers, lower-cased; names the redactor treats as secret are left out entirely."""
     out: dict[str, str] = {}
     for name, value in headers:

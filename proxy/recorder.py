@@ -21,7 +21,7 @@ from bench.core.cassette.format import COMPLETE, TRUNCATED, UPSTREAM_ERROR
 from bench.core.cassette.redact import BodyScrubber
 from bench.core.decoding import decoded_record_reads
 from bench.core.sse import SSEParser
-from bench.proxy.identity import EDGE_BYTES, edge, edges_identity, payload_identity, reads_identity
+from bench.proxy.identity import EDGE_BYTES, edge, edges_identity, identity_headers, payload_identity, reads_identity
 
 # A stream that has not produced a token after this many events is not worth parsing further (CPU bound).
 MAX_WATCHED_EVENTS = 256
@@ -249,10 +249,12 @@ class Exchange:
         """The proxy spent `ns` of its own on it (sending the head on, forwarding a read)."""
         self.own_ns += ns
 
-    def served_by(self, server: str | None, headers: dict[str, str]) -> None:
-        """What the upstream's response said of who served it: its Server header and its identity headers."""
-        self.upstream.server = server
-        self.upstream.headers = headers
+    def served_by(self, secret: frozenset[str]) -> None:
+        """What the upstream's response head says of who served it: its Server header and its identifying headers
+        (bench.proxy.identity; names in `secret` left out)."""
+        headers = self.response.headers
+        self.upstream.server = next((value for name, value in headers if name.lower() == "server"), None)
+        self.upstream.headers = identity_headers(headers, secret)
 
     # -- answered from a recording -----------------------------------------------------------------------------
 
