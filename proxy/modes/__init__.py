@@ -71,7 +71,8 @@ def mode(name: str) -> Callable[[type[Mode]], type[Mode]]:
     parameters say what it needs (SIDES)."""
 
     def register(cls: type[Mode]) -> type[Mode]:
-        needs = tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]  # after self
+        needs = tuple(p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
         unknown = sorted(set(needs) - set(SIDES))
         if unknown:
             raise TypeError(f"mode {name!r}: its constructor may take {' and '.join(SIDES)}, not {', '.join(unknown)}")
