@@ -90,7 +90,7 @@ def measure(count: int) -> dict[str, Any]:
             request = cassette.records.Request(method="POST", path="/v1/chat/completions", headers=headers, body=body)
             ex = Exchange(request=request, **start)
             ex.sent(t0 + 100_000)
-            ex.answered(cassette.records.Response(status=200, headers=answer, streamed=True), t0 + 200_000)
+            ex.answered(cassette.records.Response(status=200, headers=answer, streamed=True), t0 + 200_000, frozenset())
         else:
             request_fields = {"method": "POST", "path": "/v1/chat/completions", "query": "", "fp": ""}
             ex = Exchange(req_headers=headers, body=body, **request_fields, **start)

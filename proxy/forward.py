@@ -174,8 +174,8 @@ class Upstream:
         try:
             raw_headers = [[str(k), v] for k, v in upstream.headers.items()]  # str: a record holds plain strings
             streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
-            ex.answered(Response(status=upstream.status, headers=raw_headers, streamed=streamed), t)
-            ex.served_by(self.credentials.secret_headers)
+            head = Response(status=upstream.status, headers=raw_headers, streamed=streamed)
+            ex.answered(head, t, self.credentials.secret_headers)
             response = web.StreamResponse(
                 status=upstream.status, reason=upstream.reason, headers=client_headers(raw_headers)
             )

@@ -170,8 +170,8 @@ class Exchange:
     bench.proxy.forward and bench.proxy.playback append to `chunks` and `times` themselves, for speed), and
     `to_record()` makes its cassette record, the one place the proxy builds one.
 
-    Its life: it arrives (the constructor), then either goes upstream (`sent`, `answered`, reads, `served_by`), or
-    is answered from a recording (`replaying`, `head_sent`, reads, `token_at`), or by the proxy itself
+    Its life: it arrives (the constructor), then either goes upstream (`sent`, `answered`, `spent`, reads), or is
+    answered from a recording (`replaying`, `head_sent`, reads, `token_at`), or by the proxy itself
     (`answered_by_proxy`: a 502/504, a replay miss's 404). `fail` and `cut_off` keep its first failure; a large body
     is written in parts as it comes (`parts_begun`, `part_written`, bench.proxy.parts). Once it is over (`ended`),
     the record task (bench.proxy.persist) numbers it, settles its outcome, identifies it, fingerprints it, builds the
@@ -240,21 +240,19 @@ class Exchange:
         self.sent_upstream = at
         self.own_ns += at - self.t0
 
-    def answered(self, head: records.Response, at: int) -> None:
-        """The upstream's response head (status, headers, whether it streams) arrived at `at`."""
+    def answered(self, head: records.Response, at: int, secret: frozenset[str]) -> None:
+        """The upstream's response head (status, headers, whether it streams) arrived at `at`; what it says of who
+        served it is kept: its Server header and its identifying headers (bench.proxy.identity), but for the names
+        in `secret`."""
         self.response = head
         self.headers_at = at
+        headers = head.headers
+        self.upstream.server = next((value for name, value in headers if name.lower() == "server"), None)
+        self.upstream.headers = identity_headers(headers, secret)
 
     def spent(self, ns: int) -> None:
         """The proxy spent `ns` of its own on it (sending the head on, forwarding a read)."""
         self.own_ns += ns
-
-    def served_by(self, secret: frozenset[str]) -> None:
-        """What the upstream's response head says of who served it: its Server header and its identifying headers
-        (bench.proxy.identity; names in `secret` left out)."""
-        headers = self.response.headers
-        self.upstream.server = next((value for name, value in headers if name.lower() == "server"), None)
-        self.upstream.headers = identity_headers(headers, secret)
 
     # -- answered from a recording -----------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ def finished(i: int, body: bytes | None = None) -> Exchange:
     request = Request(method="POST", path="/v1/chat/completions", headers=headers, body=body)
     ex = Exchange(t0=monotonic_ns(), started_us=0, mode="record", request=request, tags={}, upstream_url="http://u:9")
     head = Response(status=200, headers=[["Content-Type", "text/event-stream"]], streamed=True)
-    ex.answered(head, monotonic_ns())
+    ex.answered(head, monotonic_ns(), frozenset())
     role = b'data: {"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
     token = b'data: {"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\n'
     for chunk in (role, token, b"data: [DONE]\n\n"):

@@ -123,7 +123,7 @@ def test_stream_end_detection() -> None:
 
 def test_record_times_are_microsecond_deltas_from_t0() -> None:
     ex = live_exchange(1_000_000_000, started_us=5, path="/v1/x", fp="fp1:0", upstream_url="http://u")
-    ex.answered(Response(streamed=True), 1_001_000_000)
+    ex.answered(Response(streamed=True), 1_001_000_000, frozenset())
     ex.chunks.extend([chunk({"content": "a"}), b"data: [DONE]\n\n"])
     ex.times.extend([1_002_000_000, 1_002_500_000])
     ex.settle_stream()
