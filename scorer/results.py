@@ -160,6 +160,7 @@ class TrafficLine(msgspec.Struct, tag_field="kind", tag="traffic", gc=False):
     settings: dict[str, Any] = msgspec.field(default_factory=dict)
     response_id: str | None = None
     finish_reason: str | None = None
+    request_fp: str | None = None  # the request's fingerprint (the cassette's request.fp), as replay matches it
     # The agent session the exchange belongs to, and what linked it to the session's earlier exchanges (None: the
     # session's first); bench.scorer.sessions.
     session: str | None = None

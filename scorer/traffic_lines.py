@@ -102,6 +102,7 @@ def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model
         settings=request_settings(parsed),
         response_id=response_id,
         finish_reason=short_name(parsed.finish_reason),
+        request_fp=request.fp or None,
         session_keys=keys,
     )
 
