@@ -70,6 +70,18 @@ def input_messages(chat: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     return system, messages
 
 
+def tool_definitions(chat: Any) -> list[dict[str, Any]]:
+    """The request's function tools as the conventions list them: `{"type": "function", "name", "description",
+    "parameters", ...}` (every field of the function kept)."""
+    tools = chat.get("tools") if isinstance(chat, dict) else None
+    out = []
+    for tool in tools if isinstance(tools, list) else ():
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(fn, dict):
+            out.append({"type": "function", **fn})
+    return out
+
+
 def output_messages(parsed: ParsedExchange) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     if parsed.reasoning:
@@ -113,11 +125,15 @@ class ContentReader:
             return {"bench.content": "missing: the cassette no longer holds this exchange"}
         record = self.redactor.redact_exchange(record)
         parsed = parse_exchange(record)
-        system, messages = input_messages(as_chat(parsed.request_json, parsed.endpoint))
+        chat = as_chat(parsed.request_json, parsed.endpoint)
+        system, messages = input_messages(chat)
         out = {
             genai.INPUT_MESSAGES: _dumps(messages),
             genai.OUTPUT_MESSAGES: _dumps(output_messages(parsed)),
         }
         if system:
             out[genai.SYSTEM_INSTRUCTIONS] = _dumps(system)
+        definitions = tool_definitions(chat)
+        if definitions:
+            out[genai.TOOL_DEFINITIONS] = _dumps(definitions)
         return out

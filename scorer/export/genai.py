@@ -27,6 +27,7 @@ CONVERSATION_ID = "gen_ai.conversation.id"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 TOKEN_TYPE = "gen_ai.token.type"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
@@ -70,6 +71,7 @@ SPAN_ATTRIBUTES = (
     INPUT_MESSAGES,
     OUTPUT_MESSAGES,
     SYSTEM_INSTRUCTIONS,
+    TOOL_DEFINITIONS,
     TOKEN_TYPE,
 )
 METRICS = (TOKEN_USAGE, OPERATION_DURATION, TIME_TO_FIRST_TOKEN, TIME_PER_OUTPUT_TOKEN)
