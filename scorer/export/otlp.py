@@ -231,9 +231,14 @@ class _Spans:
         result = self.exporter.export(batch)
         if result != self.sdk.sdk_trace.export.SpanExportResult.SUCCESS:
             where = self.target.endpoint or self.target.file
+            hint = (
+                "; a receiver that takes protobuf only (Arize Phoenix) needs --protocol http/protobuf"
+                if self.target.protocol == "http/json"
+                else ""
+            )
             raise BenchError(
                 f"{where}: the receiver did not take {len(batch)} span(s) (after {self.count} taken); "
-                "check the URL (the OTLP/HTTP base, e.g. http://127.0.0.1:4318) and that it runs"
+                f"check the URL (the OTLP/HTTP base, e.g. http://127.0.0.1:4318) and that it runs{hint}"
             )
         self.count += len(batch)
 

@@ -202,6 +202,12 @@ async def test_a_receiver_that_refuses_stops_the_export_in_one_line(
     assert code == 1
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith(f"bench: error: {url}: the receiver did not take 4 span(s) (after 0 taken)")
+    argv = ["export", str(agent), "--format", "otlp", "--protocol", "http/json"]
+    code, url = await _serve(Receiver(status=415), argv)
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 1 and last.endswith(
+        "a receiver that takes protobuf only (Arize Phoenix) needs --protocol http/protobuf"
+    )
 
 
 def test_content_is_redacted_as_a_cassette_is(tmp_path: Path) -> None:
