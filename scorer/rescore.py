@@ -34,7 +34,7 @@ from bench.scorer.checks import evaluator_versions
 from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.flips import Flip, FlipJoin, FlipMap, in_join_order
 from bench.scorer.rescore_summary import Tally
-from bench.scorer.results import RESULT_DECODER, TRAFFIC_DECODER, Budgets, Meta, Result
+from bench.scorer.results import RESULT_DECODER, Budgets, Meta, Result
 from bench.scorer.rules import Rule
 from bench.scorer.scores_io import dumps, scores_reader, write_lines
 from bench.scorer.sessions import SessionLinker
@@ -130,7 +130,7 @@ def _linked(lines: Iterable[bytes]) -> Iterator[bytes]:
     """Traffic lines in the file's order, each given its agent session (bench.scorer.sessions) as it passes."""
     linker = SessionLinker()
     for line in lines:
-        yield dumps(linker.link(TRAFFIC_DECODER.decode(line)))
+        yield linker.link_encoded(line)
 
 
 def _spill_units(outputs: Iterator[tuple[int, UnitOutput]], results: Spill, traffic: Spill) -> list[UnitOutput]:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
+import msgspec
 import orjson
 
 from bench.core.cassette.records import Exchange, Response
@@ -29,7 +30,7 @@ from bench.core.decoding import decoded_record_reads
 from bench.core.endpoints import RESPONSES
 from bench.core.parsed import ParsedExchange
 from bench.core.sse import event_payloads
-from bench.scorer.results import SessionKeys, TrafficLine
+from bench.scorer.results import ENCODER, TRAFFIC_DECODER, SessionKeys, TrafficLine
 
 # Headers clients and gateways use for a session or conversation id (lower case). `traceparent` is read apart.
 SESSION_HEADERS = (
@@ -91,15 +92,16 @@ def _client_session(record: Exchange, doc: dict[str, Any]) -> str | None:
         name = pair[0].lower() if len(pair) >= 2 and isinstance(pair[0], str) else ""
         if name in _WANTED and name not in found:
             found[name] = str(pair[1])
-    for name in SESSION_HEADERS:
-        if (value := _id(found.get(name))) is not None:
-            return value
-    parent = found.get("traceparent")
-    if parent is not None:
-        parts = parent.strip().split("-")
-        if len(parts) == 4 and len(parts[1]) == 32 and parts[1] != "0" * 32:
-            return f"trace:{parts[1]}"
-    conversation = doc.get("conversation")
+    if found:
+        for name in SESSION_HEADERS:
+            if (value := _id(found.get(name))) is not None:
+                return value
+        parent = found.get("traceparent")
+        if parent is not None:
+            parts = parent.strip().split("-")
+            if len(parts) == 4 and len(parts[1]) == 32 and parts[1] != "0" * 32:
+                return f"trace:{parts[1]}"
+    conversation = doc.get("conversation") if doc else None
     if isinstance(conversation, dict):
         conversation = conversation.get("id")
     return _id(conversation)
@@ -128,6 +130,11 @@ def response_id(record: Exchange) -> str | None:
 def _first_id(reads: list[bytes], streamed: bool) -> str | None:
     if not streamed:
         return _payload_id(b"".join(reads))
+    head = reads[0] if reads else b""
+    if head.startswith(b"data: ") and head.endswith(b"\n\n") and head.count(b"\n") == 2:
+        found = _payload_id(head[6:-2])  # the usual first read: one whole `data:` event
+        if found is not None:
+            return found
     _, payloads, _ = event_payloads(reads, [0] * len(reads))
     return next(filter(None, map(_payload_id, payloads)), None)
 
@@ -145,7 +152,16 @@ def _payload_id(data: bytes) -> str | None:
     return _id(doc.get("id"))
 
 
-def new_session(line: TrafficLine) -> str:
+class Linkable(Protocol):
+    """What the linker reads of a traffic line."""
+
+    cassette: str
+    id: str
+    response_id: str | None
+    session_keys: SessionKeys
+
+
+def new_session(line: Linkable) -> str:
     """A session's id: the client's own when its first exchange gave one, else one derived from that exchange."""
     own = line.session_keys.client_session
     if own is not None:
@@ -163,7 +179,7 @@ def _incoming(keys: SessionKeys) -> Iterator[tuple[str, str]]:
         yield "client_session", f"s:{keys.client_session}"
 
 
-def _outgoing(line: TrafficLine) -> Iterator[str]:
+def _outgoing(line: Linkable) -> Iterator[str]:
     if line.response_id is not None:
         yield f"r:{line.response_id}"
     for call in line.session_keys.calls_out:
@@ -179,19 +195,54 @@ class SessionLinker:
         self.limit = limit
         self.known: OrderedDict[str, str] = OrderedDict()
 
-    def link(self, line: TrafficLine) -> TrafficLine:
-        line.session, line.session_link = new_session(line), None
+    def session(self, line: Linkable) -> tuple[str, str | None]:
+        """The line's session and what linked it (None: it starts one), remembering what it gives later lines."""
+        found: tuple[str, str | None] = (new_session(line), None)
         for how, key in _incoming(line.session_keys):
             session = self.known.get(key)
             if session is not None:
-                line.session, line.session_link = session, how
+                found = (session, how)
                 break
         for key in _outgoing(line):
-            self.known[key] = line.session
+            self.known[key] = found[0]
             self.known.move_to_end(key)
         while len(self.known) > self.limit:
             self.known.popitem(last=False)
+        return found
+
+    def link(self, line: TrafficLine) -> TrafficLine:
+        line.session, line.session_link = self.session(line)
         return line
+
+    def link_encoded(self, line: bytes) -> bytes:
+        """A traffic line as the scores file holds it, given its session: only the fields the linker reads are
+        decoded, and the two nulls the encoder wrote are replaced in place (the rest of the line is not re-encoded:
+        a line can hold hundreds of gaps)."""
+        part = _LINKABLE.decode(line)
+        session, how = self.session(part)
+        at = line.find(_NULL_SESSION)
+        if at < 0 or line.find(_NULL_LINK) < 0:  # not a line this bench encoded with no session: encode it whole
+            whole = TRAFFIC_DECODER.decode(line)
+            whole.session, whole.session_link = session, how
+            return ENCODER.encode(whole) + b"\n"
+        line = (
+            line[:at] + b'"session":' + ENCODER.encode(session) + b',"session_keys":' + line[at + len(_NULL_SESSION) :]
+        )
+        return line.replace(_NULL_LINK, b'"session_link":' + ENCODER.encode(how), 1)
+
+
+class _Linkable(msgspec.Struct, gc=False):
+    cassette: str = ""
+    id: str = ""
+    response_id: str | None = None
+    session_keys: SessionKeys = msgspec.field(default_factory=SessionKeys)
+
+
+_LINKABLE = msgspec.json.Decoder(_Linkable)
+# With sorted keys, "session" is followed by "session_keys" (and "session_link" after it): written once, at the top
+# level, by the encoder for a line with no session yet. A string value cannot hold them (its quotes are escaped).
+_NULL_SESSION = b'"session":null,"session_keys":'
+_NULL_LINK = b'"session_link":null'
 
 
 def link_all(lines: Sequence[TrafficLine]) -> list[TrafficLine]:

@@ -164,6 +164,7 @@ class _Spans:
         key = f"{line.cassette}\0{line.id}"
         session = line.session if line.session and linked.get(line.session) else None
         context = None
+        state: _Session | None = None
         if session is not None:
             state = self.open.get(session)
             if state is None:
@@ -187,7 +188,7 @@ class _Spans:
             span.set_status(self.sdk.trace.Status(self.sdk.trace.StatusCode.ERROR, _error_type(line)))
         end = _ns(line.started, _end_offset(line))
         span.end(end_time=end)
-        if state := self.open.get(session or ""):
+        if state is not None:
             state.see(line, end)
             if state.seen == state.expected:
                 self._close(self.open.pop(state.session))
