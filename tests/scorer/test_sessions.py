@@ -144,3 +144,19 @@ def test_the_linker_forgets_the_oldest_ids_past_its_limit() -> None:
     linker.link(_line("x3", response_id="r3"))
     assert linker.link(_line("x4", previous_response_id="r1")).session != first.session
     assert linker.link(_line("x5", previous_response_id="r3")).session_link == "previous_response_id"
+
+
+def test_a_line_linked_in_place_is_the_line_encoded_whole() -> None:
+    from bench.scorer.scores_io import dumps
+
+    lines = [
+        _line("x1", response_id="resp_1", calls_out=["call_1"]),
+        _line("x2", calls_in=["call_1"], client_session='a "quoted" id'),
+        _line("x3", previous_response_id="resp_1"),
+    ]
+    lines[1].unknown_events = {"session": 2}  # a key named like the field, elsewhere in the line
+    encoded = [dumps(line) for line in lines]
+    in_place, whole = SessionLinker(), SessionLinker()
+    got = [in_place.link_encoded(e) for e in encoded]
+    assert got == [dumps(whole.link(line)) for line in lines]
+    assert b'"session_link":"tool_call"' in got[1]
