@@ -37,6 +37,7 @@ from bench.scorer.rescore_summary import Tally
 from bench.scorer.results import RESULT_DECODER, Budgets, Meta, Result
 from bench.scorer.rules import Rule
 from bench.scorer.scores_io import dumps, scores_reader, write_lines
+from bench.scorer.sessions import SessionLinker
 from bench.scorer.sorted_runs import SPILL_BYTES, Spill, spill_dir
 from bench.scorer.traffic_lines import traffic_key
 from bench.scorer.unit_scoring import Options, UnitOutput
@@ -120,8 +121,16 @@ def rescore(
                     flips.see(result)
         meta = make_meta(catalog, opts, outputs, superseded)
         require_results(meta, tally.results, paths, traffic.count, filtered=bool(opts.suites or opts.models))
-        write_lines(out, itertools.chain([dumps(meta)], _copy(body), (entry[3] for entry in traffic.merged())))
+        linked = _linked(entry[3] for entry in traffic.merged())
+        write_lines(out, itertools.chain([dumps(meta)], _copy(body), linked))
     return Written(meta=meta, tally=tally, flips=None if flips is None else flips.flips, traffic=traffic.count)
+
+
+def _linked(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """Traffic lines in the file's order, each given its agent session (bench.scorer.sessions) as it passes."""
+    linker = SessionLinker()
+    for line in lines:
+        yield linker.link_encoded(line)
 
 
 def _spill_units(outputs: Iterator[tuple[int, UnitOutput]], results: Spill, traffic: Spill) -> list[UnitOutput]:

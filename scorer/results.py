@@ -108,6 +108,18 @@ class LoadTag(msgspec.Struct, gc=False):
     late_us: int | None = None  # how much later than that the generator sent it
 
 
+class SessionKeys(msgspec.Struct, gc=False):
+    """What an exchange says about the conversation it belongs to (bench.scorer.sessions): read from its request, its
+    headers and its answer when the traffic line is made; the session itself is linked from them afterwards."""
+
+    previous_response_id: str | None = None
+    # Tool-call ids whose results the request carries, and the ones the answer made.
+    calls_in: list[str] = msgspec.field(default_factory=list)
+    calls_out: list[str] = msgspec.field(default_factory=list)
+    # The client's own session id: a session header, a `traceparent`'s trace id (`trace:…`), or Responses' conversation.
+    client_session: str | None = None
+
+
 class TrafficLine(msgspec.Struct, tag_field="kind", tag="traffic", gc=False):
     """One recorded exchange, tagged or not, as the traffic report counts it (bench.scorer.traffic_lines)."""
 
@@ -142,6 +154,18 @@ class TrafficLine(msgspec.Struct, tag_field="kind", tag="traffic", gc=False):
     # The exchange's end (the cassette's timing.end), from its start: with `started`, when it was in flight.
     end_us: int | None = None
     load: LoadTag | None = None  # an exchange `bench load` sent
+    last_read_us: int | None = None  # when the answer's last read arrived, from `started`
+    upstream: str | None = None  # the upstream's base URL (no credentials)
+    # The sampling settings the request asked for (temperature, seed, max_tokens, stream), as a result's.
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)
+    response_id: str | None = None
+    finish_reason: str | None = None
+    request_fp: str | None = None  # the request's fingerprint (the cassette's request.fp), as replay matches it
+    # The agent session the exchange belongs to, and what linked it to the session's earlier exchanges (None: the
+    # session's first); bench.scorer.sessions.
+    session: str | None = None
+    session_link: str | None = None
+    session_keys: SessionKeys = msgspec.field(default_factory=SessionKeys)
 
     def key(self) -> tuple[str, int, str]:
         """The scores file's order of traffic lines."""

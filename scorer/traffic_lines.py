@@ -16,7 +16,8 @@ from bench.core.parsed import ParsedExchange
 from bench.core.usage import usage_tokens
 from bench.scorer.results import LoadTag, TrafficLine
 from bench.scorer.rules import request_text
-from bench.scorer.scoring import compact_itl, short_name
+from bench.scorer.scoring import compact_itl, request_settings, short_name
+from bench.scorer.sessions import session_keys
 
 # A rough stand-in for a tokenizer when a response reported no usage: one token per word or punctuation mark of the
 # request's text (instructions, messages or input items, prompt). Marked `counted`; BPE tokenizers give more.
@@ -61,6 +62,8 @@ def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model
     tokens = usage_tokens(parsed.usage)
     timing = parsed.timing
     input_tokens = tokens.input
+    response_id, keys = session_keys(record, parsed)
+    reads = record.response.chunk_us
     input_source: str | None = "usage"
     if input_tokens is None:
         input_tokens = counted_input_tokens(parsed)
@@ -94,6 +97,13 @@ def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model
         unknown_events=_unknown_events(parsed.unknown_events),
         end_us=record.timing.end,
         load=load_tag(record.tags),
+        last_read_us=sum(reads) if reads else None,
+        upstream=record.upstream.url,
+        settings=request_settings(parsed),
+        response_id=response_id,
+        finish_reason=short_name(parsed.finish_reason),
+        request_fp=request.fp or None,
+        session_keys=keys,
     )
 
 

@@ -19,6 +19,7 @@ from bench.cli import (
     catalog_command,
     demo_command,
     doctor_command,
+    export_command,
     init_command,
     load_command,
     proxy_command,
@@ -47,6 +48,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     rescore_command,
     cache_command,
     report_command,
+    export_command,
     view_command,
 )
 

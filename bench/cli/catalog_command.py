@@ -1,4 +1,5 @@
-"""`bench catalog ls | show | validate`: browse the test catalog and check that it is sound."""
+"""`bench catalog ls | show | validate | from-traffic`: browse the test catalog, check that it is sound, and draft tests
+from recorded traffic."""
 
 from __future__ import annotations
 
@@ -35,6 +36,17 @@ def register(subparsers: Any) -> None:
     validate = sub.add_parser("validate", help="schema, unique ids, and every reference passing its own checks")
     validate.add_argument("path", nargs="?", type=Path, help="a catalog directory or suite file (default: built-in)")
     validate.set_defaults(handler=cmd_validate)
+
+    drafts = sub.add_parser(
+        "from-traffic",
+        help="draft tests from recorded traffic: cassettes, OTel GenAI traces (OTLP JSON) or OpenAI request logs",
+        description="Each conversation becomes a test: its first request, the recorded answers as the reference, "
+        "checks suggested from them (docs/catalog.md, 'Tests from traffic'). Edit before use.",
+    )
+    drafts.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="cassettes or folders; .json/.jsonl files")
+    drafts.add_argument("--out", type=Path, required=True, metavar="DIR", help="the folder for SUITE.yaml")
+    drafts.add_argument("--suite", default="from_traffic", help="the suite's name (default from_traffic)")
+    drafts.set_defaults(handler=cmd_from_traffic)
 
 
 def _console() -> Any:
@@ -140,4 +152,34 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise BenchError(f"{len(problems)} reference problem(s) above: fix each test's checks or its reference")
     console.print(f"every reference passes its own checks ({len(catalog.tests)} tests)")
     console.print(f"catalog hash {catalog.hash}")
+    return 0
+
+
+def cmd_from_traffic(args: argparse.Namespace) -> int:
+    from bench.scorer import drafts
+
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        raise BenchError(f"{missing[0]}: no such file or folder; give cassettes, OTLP JSON traces or a request log")
+    found = drafts.draft(drafts.seen_in(args.paths), args.suite)
+    console = _console()
+    for why, n in sorted(found.skipped.items()):
+        console.print(f"left out {n} conversation(s): {why}")
+    if not found.tests:
+        raise BenchError(f"no test drafted from {found.conversations} conversation(s): see the reasons above")
+    path = drafts.write_suite(found.tests, args.suite, args.out)
+    failing = drafts.checked(path)
+    if failing:  # a draft its own reference fails is a bug here, not the editor's: left out, said
+        kept = [t for t in found.tests if t["id"] not in failing]
+        console.print(f"left out {len(failing)} draft(s) whose reference fails its checks: {', '.join(failing)}")
+        if not kept:
+            path.unlink()
+            raise BenchError("no drafted test passes its own checks")
+        path = drafts.write_suite(kept, args.suite, args.out)
+        found.tests = kept
+    console.print(
+        f"{len(found.tests)} test(s) drafted from {found.conversations} conversation(s) -> {path}; "
+        f"check them with `bench catalog validate {args.out}`, score the recording with "
+        f"`bench rescore PATH --catalog {args.out}`"
+    )
     return 0

@@ -124,7 +124,7 @@ def _exchange(entry: ExchangeScore, record: records.Exchange, scored: bool) -> E
     )
     return Exchange(
         id=parsed.id,
-        # Untagged traffic has no turns or attempts.
+        # Untagged traffic has no turns or attempts (an agent session's exchanges are its turns).
         attempt=entry.attempt if scored else None,
         turn=entry.turn if scored else None,
         final=entry.final,
@@ -157,7 +157,9 @@ def detail(index: Index, n: int) -> Detail:
         row=index.rows[n],
         checks=checks,
         findings=list(result.findings),
-        exchanges=[_exchange(e, records[e.id], result.run != UNTAGGED) for e in entries if e.id in records],
+        exchanges=[
+            _exchange(e, records[e.id], result.run != UNTAGGED or len(entries) > 1) for e in entries if e.id in records
+        ],
         missing=[e.id for e in entries if e.id not in records],
         calls=result.calls,
     )

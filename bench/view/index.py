@@ -245,42 +245,48 @@ UNTAGGED = "untagged"
 
 def _untagged(results: list[Result], traffic: list[TrafficLine]) -> list[Result]:
     """Exchanges that no result covers (untagged traffic no rule scored), as unscored results of the run
-    "untagged", suite = endpoint and test = cassette#id, so they browse like any result."""
+    "untagged", suite = endpoint, so they browse like any result: an agent session's exchanges (bench.scorer.sessions)
+    as one result, test = "session ID", its exchanges as its turns; any other exchange alone, test = cassette#id."""
     covered = {(r.cassette, e.id) for r in results for e in r.exchanges}
-    found = []
+    groups: dict[tuple[str, str], list[TrafficLine]] = {}
     for entry in traffic:
-        key = (entry.cassette, entry.id)
-        if key in covered:
+        if (entry.cassette, entry.id) in covered:
             continue
-        found.append(
-            Result(
-                run=UNTAGGED,
-                model=entry.model or entry.served_model or "",
-                suite=entry.endpoint,
-                test=f"{key[0]}#{key[1]}",
-                epoch=0,
-                passed=None,
-                status="unscored",
-                cassette=key[0],
-                system_fingerprint=entry.system_fingerprint,
-                findings=list(entry.findings),
-                exchanges=[
-                    ExchangeScore(
-                        id=key[1],
-                        outcome=entry.outcome,
-                        status=entry.status,
-                        final=True,
-                        ttft_us=entry.ttft_us,
-                        e2el_us=entry.e2el_us,
-                        tpot_us=entry.tpot_us,
-                        output_tokens=entry.output_tokens,
-                        tokens_source=entry.tokens_source,
-                        n_events=entry.n_events,
-                    )
-                ],
+        groups.setdefault((entry.cassette, entry.session or f"#{entry.id}"), []).append(entry)
+    return [_untagged_result(cassette, lines) for (cassette, _), lines in groups.items()]
+
+
+def _untagged_result(cassette: str, lines: list[TrafficLine]) -> Result:
+    first = lines[0]
+    session = first.session if len(lines) > 1 else None
+    return Result(
+        run=UNTAGGED,
+        model=first.model or first.served_model or "",
+        suite=first.endpoint,
+        test=f"session {session}" if session is not None else f"{cassette}#{first.id}",
+        epoch=0,
+        passed=None,
+        status="unscored",
+        cassette=cassette,
+        system_fingerprint=first.system_fingerprint,
+        findings=sorted({f for line in lines for f in line.findings}),
+        exchanges=[
+            ExchangeScore(
+                id=line.id,
+                turn=turn,
+                outcome=line.outcome,
+                status=line.status,
+                final=True,
+                ttft_us=line.ttft_us,
+                e2el_us=line.e2el_us,
+                tpot_us=line.tpot_us,
+                output_tokens=line.output_tokens,
+                tokens_source=line.tokens_source,
+                n_events=line.n_events,
             )
-        )
-    return found
+            for turn, line in enumerate(lines)
+        ],
+    )
 
 
 def _key(result: Result) -> tuple[str, str, str, int]:

@@ -170,6 +170,32 @@ def stream(path: Location, *, jobs: int = 1) -> Iterator[Stream]:
     yield Stream(scores.source, scores.base, scores.meta, iter([*scores.results, *scores.traffic]), scores.remote_base)
 
 
+@contextmanager
+def local_scores(path: Location, *, jobs: int = 1) -> Iterator[tuple[Path, Path]]:
+    """The scores file behind PATH as a local file, for readers that pass over it more than once: (the file, the folder
+    its cassette names are relative to). Cassettes with no scores file are rescored into a temporary one, a scores
+    file on object storage is fetched, both removed when the context ends."""
+    import tempfile
+
+    from bench.scorer.rescore import Request, default_base, rescore
+
+    if is_url(path):
+        with _fetched(str(path)) as found:
+            if found is not None:
+                yield found[1], Path.cwd()
+                return
+    else:
+        file = scores_file(path)
+        if file is not None:
+            yield file, file.parent
+            return
+    base = Path.cwd() if is_url(path) else (Path(path) if Path(path).is_dir() else Path(path).parent)
+    with tempfile.TemporaryDirectory(prefix="bench-rescore-") as tmp:
+        out = Path(tmp) / SCORES_NAME
+        rescore(Request([path], jobs=jobs), out, base=default_base([path]))
+        yield out, base
+
+
 def _bare(lines: Iterator[tuple[int, Result | TrafficLine]]) -> Iterator[Result | TrafficLine]:
     for _, line in lines:
         yield line

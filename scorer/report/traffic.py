@@ -61,11 +61,30 @@ class TrafficRow:
 
 
 @dataclass
+class SessionRow:
+    session: str
+    exchanges: int
+    models: list[str]
+    links: dict[str, int]  # how its later exchanges were linked (bench.scorer.sessions)
+
+
+@dataclass
+class Sessions:
+    """Agent sessions of more than one exchange (bench.scorer.sessions), and the longest of them."""
+
+    sessions: int = 0
+    exchanges: int = 0
+    longest: list[SessionRow] = field(default_factory=list)
+    links: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
 class Traffic:
     rows: list[TrafficRow] = field(default_factory=list)
     fingerprint_changes: list[FingerprintChange] = field(default_factory=list)
     exchanges: int = 0
     untagged: int = 0
+    sessions: Sessions = field(default_factory=Sessions)
 
 
 def _iso(started_us: Any) -> str:
@@ -181,6 +200,41 @@ class Stamped:
         return out
 
 
+class SessionTally:
+    """Sessions counted from their linked exchanges (a session's first exchange is linked to nothing): memory bounded
+    by the sessions of more than one exchange."""
+
+    LONGEST = 10
+
+    def __init__(self) -> None:
+        self.linked: dict[str, Counter[str]] = {}
+        self.models: dict[str, set[str]] = {}
+
+    def add(self, e: TrafficLine) -> None:
+        if e.session is None or e.session_link is None:
+            return
+        self.linked.setdefault(e.session, Counter())[e.session_link] += 1
+        if e.model:
+            self.models.setdefault(e.session, set()).add(e.model)
+
+    def finish(self) -> Sessions:
+        links: Counter[str] = Counter()
+        for counts in self.linked.values():
+            links.update(counts)
+        ranked = sorted(self.linked, key=lambda s: (-sum(self.linked[s].values()), s))[: self.LONGEST]
+        longest = [
+            SessionRow(
+                s,
+                sum(self.linked[s].values()) + 1,
+                sorted(self.models.get(s, ())),
+                dict(sorted(self.linked[s].items())),
+            )
+            for s in ranked
+        ]
+        total = sum(links.values()) + len(self.linked)
+        return Sessions(len(self.linked), total, longest, dict(sorted(links.items())))
+
+
 class TrafficTally:
     """The traffic section built one traffic line at a time: memory bounded by the rows and the distinct timing
     values, except for the fingerprint changes, which need every request that carried a fingerprint in start order
@@ -192,8 +246,10 @@ class TrafficTally:
         self.stamped: dict[str, Stamped] = {}
         self._cassettes: dict[Any, int] = {}
         self._fingerprints: dict[Any, int] = {}
+        self.sessions = SessionTally()
 
     def add(self, e: TrafficLine) -> None:
+        self.sessions.add(e)
         key = (e.endpoint or NO_VALUE, e.model or NO_VALUE, e.served_model or NO_VALUE, e.client or NO_VALUE)
         row = self.rows.get(key)
         if row is None:
@@ -220,6 +276,7 @@ class TrafficTally:
             fingerprint_changes=self._changes(),
             exchanges=self.exchanges,
             untagged=self.untagged,
+            sessions=self.sessions.finish(),
         )
 
     def _changes(self) -> list[FingerprintChange]:

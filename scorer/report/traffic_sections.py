@@ -65,7 +65,25 @@ def traffic_sections(t: Traffic) -> list[Section]:
                 ["Consecutive requests of one model (in the order they started) that saw different fingerprints."],
             )
         )
+    if t.sessions.sessions:
+        out.append(_sessions_section(t))
     return out
+
+
+def _sessions_section(t: Traffic) -> Section:
+    s = t.sessions
+    rows = [[r.session, str(r.exchanges), ", ".join(r.models) or "–", _counts(r.links)] for r in s.longest]
+    return Section(
+        "Agent sessions",
+        ["session", "exchanges", "models", "linked by"],
+        rows,
+        [
+            f"{s.sessions} session(s) of more than one exchange, {s.exchanges} exchange(s) in them; the longest "
+            f"{len(rows)} above. Linked by: {_counts(s.links)} (previous_response_id, tool-call ids carried into the "
+            "next request, or a client's session id; docs/report.md)."
+        ],
+        numeric={1},
+    )
 
 
 def _traffic_row(r: TrafficRow) -> tuple[list[str], bool]:

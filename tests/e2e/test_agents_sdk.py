@@ -16,6 +16,8 @@ from bench.cli import main
 from bench.core.cassette import CassetteReader, find_cassettes
 from bench.core.parse import parse_exchange
 from bench.proxy.server import start_proxy
+from bench.scorer.results import TrafficLine
+from bench.scorer.scores_io import read_scores
 
 RULES = """
 rules:
@@ -97,3 +99,15 @@ async def test_two_tool_agent_records_replays_and_is_scored(tmp_path: Path, stre
     assert sum(r["requests"] for r in rows) == 6  # three recorded, three replayed
     rates = {(r["scope"], r["group"]): r for r in body["rates"]}
     assert rates[("suite", "rules")]["counts"]["scored"] > 0
+
+    # The agent's three calls are one session, linked by the tool-call ids each request carries; the replay is another.
+    traffic: list[TrafficLine] = []
+    read_scores(cassettes / "scores.jsonl", traffic=traffic)
+    sessions: dict[str | None, list[TrafficLine]] = {}
+    for line in traffic:
+        sessions.setdefault(line.session, []).append(line)
+    assert sorted(len(v) for v in sessions.values()) == [3, 3]
+    for lines in sessions.values():
+        assert [t.session_link for t in lines] == [None, "tool_call", "tool_call"]
+        assert len({t.cassette for t in lines}) == 1
+    assert body["traffic"]["sessions"]["sessions"] == 2 and body["traffic"]["sessions"]["exchanges"] == 6

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from bench.cli import main
 from bench.proxy import start_proxy
+from bench.scorer.scores_io import read_scores
 
 pytestmark = pytest.mark.llm
 
@@ -107,3 +108,15 @@ async def test_agents_chat_model_and_instructor_record_replay_and_score(smollm2:
     assert scored[("suite", "rules")] >= 2
     (tmp_path / "report.md").write_text("")
     assert main(["report", str(cassettes), "--out", str(tmp_path / "report.md")]) == 0
+
+    # Tests drafted from the recording (instructor's forced call and its re-asks, the agent's call) validate, and the
+    # recording rescored with them passes them.
+    drafts = tmp_path / "drafts"
+    assert main(["catalog", "from-traffic", str(cassettes), "--out", str(drafts)]) == 0
+    assert main(["catalog", "validate", str(drafts)]) == 0
+    scores = tmp_path / "drafted.jsonl"
+    assert main(["rescore", str(cassettes), "--catalog", str(drafts), "--jobs", "1", "--out", str(scores)]) == 0
+    _, results = read_scores(scores)
+    drafted = {r.test for r in results}
+    assert "from_traffic.paris_is_21_degrees_today_extract" in drafted
+    assert all(r.status == "scored" and r.passed for r in results), [(r.test, r.checks) for r in results]

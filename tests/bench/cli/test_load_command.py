@@ -141,3 +141,29 @@ async def test_ctrl_c_stops_sending_and_closes_the_cassette(tmp_path: Path) -> N
     reader = CassetteReader(path)
     list(reader)
     assert reader.end is not None and reader.end.interrupted
+
+
+async def test_replay_of_a_request_log_on_its_recorded_schedule(tmp_path: Path) -> None:
+    # An OpenAI-format request log (bench.core.traffic_files), timed in seconds: resent at its offsets / --speed.
+    bodies = [
+        {"model": "oracle", "messages": [{"role": "user", "content": f"Say {word}."}], "max_tokens": 4}
+        for word in ("one", "two", "three")
+    ]
+    log = tmp_path / "requests.jsonl"
+    log.write_bytes(
+        b"".join(orjson.dumps({"request": b, "timestamp": 1_700_000_000 + 2 * i}) + b"\n" for i, b in enumerate(bodies))
+    )
+    async with await start_sim(catalog=None) as sim:
+        code, _, stderr = await bench_load(
+            "--upstream", sim.url, "--replay-traffic", str(log), "--speed", "4", "--out", str(tmp_path / "out"),
+        )  # fmt: skip
+    assert code == 0, stderr
+    load, replayed = recorded(tmp_path / "out")
+    assert load.workload == "replay"
+    sent = sorted(replayed, key=lambda e: int(e.tags["at"]))
+    assert [orjson.loads(e.request.body) for e in sent] == bodies
+    assert [int(e.tags["at"]) for e in sent] == [0, 500_000, 1_000_000]  # 2 s apart, 4x as fast
+    untimed = tmp_path / "untimed.jsonl"
+    untimed.write_bytes(orjson.dumps({"request": bodies[0]}) + b"\n")
+    code, _, stderr = await bench_load("--upstream", "http://127.0.0.1:9", "--replay-traffic", str(untimed))
+    assert code == 1 and "no time recorded for this request" in stderr

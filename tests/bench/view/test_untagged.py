@@ -37,3 +37,27 @@ async def test_untagged_exchanges_are_listed_and_open(tmp_path: Path) -> None:
         assert exchange["timeline"]["token_events"] == len(sse_chunks("Forty-two.")) - 2  # not usage, not [DONE]
         raw = await client.get("/api/raw", params={**key, "id": "x1"})
         assert (await raw.text()).endswith("data: [DONE]\n\n")
+
+
+async def test_an_agent_session_browses_as_one_result_with_its_exchanges_as_turns(tmp_path: Path) -> None:
+    with CassetteWriter(tmp_path / "agent.cassette") as writer:
+        for i, text in enumerate(["First answer.", "Second answer.", "Alone."]):
+            request = {"model": "gw-model", "stream": True, "messages": [{"role": "user", "content": f"q{i}"}]}
+            record = exchange_record(sse_chunks(text, model="gw-model"), id=f"x{i}", request=request)
+            record.started = i  # the file's order
+            if i < 2:  # the client names its session on its first two requests only
+                record.request.headers.append(["X-Session-Id", "agent-run-1"])
+            writer.put(record)
+    assert main(["rescore", str(tmp_path)]) == 0
+    index = open_index([tmp_path])
+    assert [(r.run, r.test) for r in index.rows] == [
+        (UNTAGGED, "session agent-run-1"),
+        (UNTAGGED, "agent.cassette#x2"),
+    ]
+    async with TestClient(TestServer(make_app(index))) as client:
+        key = {"run": UNTAGGED, "model": index.rows[0].model, "test": "session agent-run-1", "epoch": "0"}
+        response = await client.get("/api/result", params=key)
+        assert response.status == 200, await response.text()
+        body = await response.json()
+        assert [(e["id"], e["turn"]) for e in body["exchanges"]] == [("x0", 0), ("x1", 1)]
+        assert [e["conversation"][-1]["text"] for e in body["exchanges"]] == ["First answer.", "Second answer."]
