@@ -184,12 +184,20 @@ def _one_result_cassette(namespace: bool, tree: Path, test: str, folder: Path) -
     return path
 
 
+IN_MEMORY = "--in-memory" in sys.argv
+
+
 def _rescorer(namespace: bool) -> Any:
-    """A function (cassette, out) -> None that rescores a cassette the tree's one way (or its in-memory way)."""
+    """A function (cassette, out) -> None that rescores a cassette the way `bench rescore` of the tree does: the old
+    layout's streaming path (scorer.merge.rescore_to_file; `--in-memory`: its in-memory pipeline, which report, view
+    and demo used), or the one path."""
     if not namespace:
         catalog = importlib.import_module("catalog.model").load_catalog(None)
         pipeline = importlib.import_module("scorer.pipeline")
-        return lambda path, out: pipeline.rescore([path], catalog=catalog, jobs=1)
+        if IN_MEMORY:
+            return lambda path, out: pipeline.rescore([path], catalog=catalog, jobs=1)
+        merge = importlib.import_module("scorer.merge")
+        return lambda path, out: merge.rescore_to_file([path], out, catalog=catalog, jobs=1)
     try:
         loader = importlib.import_module("bench.scorer.checked_catalog").load_catalog
     except ImportError:
@@ -241,6 +249,9 @@ def main() -> int:
     parser.add_argument("--path", choices=("record", "rescore"), default="record")
     parser.add_argument("--chunks", type=int, default=20, help="record: SSE events the upstream streams (default 20)")
     parser.add_argument("--test", default="math.apples", help="rescore: the shipped cassette's test to rescore")
+    parser.add_argument(
+        "--in-memory", action="store_true", help="rescore, old layout: its in-memory pipeline, not `bench rescore`'s"
+    )
     parser.add_argument("--show", action="store_true", help="print each tree's path: one line per stay in a module")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # internal: measure this tree in this process
@@ -251,6 +262,7 @@ def main() -> int:
     rows = []
     for tree in args.tree or [ROOT]:
         argv = [sys.executable, str(HERE), "--one", str(tree), "--path", args.path, "--chunks", str(args.chunks)]
+        argv += ["--in-memory"] if args.in_memory else []
         done = subprocess.run([*argv, "--test", args.test], capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             print(done.stdout + done.stderr, file=sys.stderr)
