@@ -92,5 +92,7 @@ async def test_recorded_timing_agrees_with_what_the_client_measured(smollm2: str
         # Recorded offsets are whole microseconds, rounded down: a few us of slack, no more.
         assert min(level.ttft_diff_us) > -10, f"{name}: a recorded TTFT longer than the client's: {level.ttft_diff_us}"
     # At the socket the client measures what the proxy measures on its side; the client's HTTP stack and the
-    # SDK's decoding are not the proxy's to bound.
-    assert statistics.median(abs(d) for d in result.wire.itl_diff_us) < 2_000
+    # SDK's decoding are not the proxy's to bound. A read stamped a token late or early is off by a whole gap; the
+    # bound is half the recorded gap, which a loaded machine stretches with the diffs (a fixed 2 ms failed at load 8).
+    itl_p50 = statistics.median(result.wire.itl_us)
+    assert statistics.median(abs(d) for d in result.wire.itl_diff_us) < itl_p50 / 2, itl_p50

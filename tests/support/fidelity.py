@@ -44,6 +44,7 @@ class Level:
 
     ttft_diff_us: list[float] = field(default_factory=list)  # per request
     itl_diff_us: list[float] = field(default_factory=list)  # per event gap
+    itl_us: list[float] = field(default_factory=list)  # the recorded gaps themselves
     # requests whose recorded event count differs from the client's, or that recorded no first token
     mismatched: int = 0
 
@@ -218,6 +219,7 @@ def _compare(level: Level, records: list[Exchange], client: list[tuple[float, li
         level.ttft_diff_us.append((stamps[0] - sent) * 1e6 - timing.ttft_us)
         gaps = [(b - a) * 1e6 for a, b in itertools.pairwise(stamps)]
         level.itl_diff_us.extend(c - r for c, r in zip(gaps, timing.itl_us, strict=True))
+        level.itl_us.extend(timing.itl_us)
 
 
 async def wait_for_port(port: int, timeout: float = 20.0) -> None:
