@@ -48,6 +48,9 @@ class Data:
 class FrameEnd:
     frame: int
     end: int = 0  # offset just past the frame: where the next one starts (bench.core.cassette.seek indexes by it)
+    # False when the file has repair frames and this one has none after it: a live recording's newest frame, or a
+    # file cut just after this frame (a closed file's last frame, its end record's, always has one).
+    guarded: bool = True
 
 
 @dataclass(frozen=True)
@@ -159,8 +162,9 @@ def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
         pos = fed - len(dobj.unused_data)
         if repairs is None:
             repairs = buf[pos : pos + 4] == repair.MAGIC  # (even if that one is damaged: the others are not)
-        pos = repair.skip(buf, pos)
-        yield FrameEnd(frame, pos)
+        after = repair.skip(buf, pos)
+        yield FrameEnd(frame, after, guarded=not repairs or after != pos)
+        pos = after
         frame += 1
 
 

@@ -84,6 +84,7 @@ class CassetteReader:
         self.path: Path | str = path if is_url(path) else Path(path)
         self.end: End | None = None
         self.truncated = False  # no end record, or damage: the file was not read whole
+        self._last_guarded = True  # the last frame walked had its repair frame (or the file has none)
         self.error: str | None = None  # what was wrong, in words (`problem` is the same with the file's name)
         self.lost = 0  # records known to be lost to damage (v2: exact, from the sequence numbers)
         self.damaged = False  # damage was found (not only a missing end record)
@@ -242,6 +243,7 @@ class CassetteReader:
                 # Walked: its pages leave the resident set (replay's index reads a folder of large answers so).
                 frames.release(self._buf, self._released, event.end)
                 self._released = event.end
+                self._last_guarded = event.guarded
         for seq, payload in unframer.finish():
             yield from self._decode(seq, payload)
         self.lost += unframer.lost
@@ -388,7 +390,10 @@ class CassetteReader:
             self._parts, self._part_bytes = {}, {}
         if self.end is None:
             parts.append(NO_END if not self.damaged else "no end record: records after the last one read may be lost")
-        self.truncated = self.damaged or self.end is None
+        cut_after_end = self.end is not None and not self._last_guarded
+        if cut_after_end:
+            parts.append("cut after its end record (its repair frame is missing; every record was read): copy it again")
+        self.truncated = self.damaged or self.end is None or cut_after_end
         self.error = "; ".join(parts) or None
 
     @property

@@ -16,7 +16,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.core.cassette import CassetteReader, CassetteWriter, Redactor, read_cassette
+from bench.core.cassette import CassetteReader, CassetteWriter, Redactor, read_cassette, repair
 from bench.core.cassette.format import FORMAT_VERSION
 from bench.core.cassette.records import Exchange, RunMeta, Settings
 from bench.core.cassette.writer import WriterClosed
@@ -227,6 +227,27 @@ def test_truncation_at_any_byte_never_invents_or_corrupts(
     for i, rec in enumerate(got):
         assert rec.id == f"x{i}" and rec.response.chunks == bodies[i]
     assert reader.truncated == (cut < len(full))
+
+
+def test_a_file_cut_just_before_its_last_repair_frame_says_it_was_cut(tmp_path: Path) -> None:
+    """Every record is there, but the file is not whole: it was cut at the one offset where no frame is left open
+    (hypothesis found it when the header's length put a drawn position there)."""
+    path = tmp_path / "r.cassette"
+    with CassetteWriter(path) as w:
+        for i in range(3):
+            w.put(exchange(i, [b"data: %d\n\n" % j for j in range(5)]))
+    full = path.read_bytes()
+    # The last repair frame: the last magic from which one repair frame reaches exactly the file's end.
+    starts = [at for at in range(len(full)) if full.startswith(repair.MAGIC, at)]
+    last = next(at for at in reversed(starts) if (r := repair.read_at(full, at)) is not None and r.end == len(full))
+    path.write_bytes(full[:last])
+    reader = CassetteReader(path)
+    assert [r.id for r in reader] == ["x0", "x1", "x2"]
+    assert reader.end is not None and reader.truncated and not reader.damaged
+    assert reader.problem is not None and "cut after its end record" in reader.problem
+    path.write_bytes(full)
+    whole = CassetteReader(path)
+    assert len(list(whole)) == 3 and not whole.truncated and whole.problem is None
 
 
 def test_every_byte_cut_of_a_real_file(tmp_path: Path) -> None:
