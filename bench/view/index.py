@@ -21,7 +21,8 @@ from bench.core.cassette.records import Exchange
 from bench.core.cassette.seek import SeekIndex
 from bench.core.errors import BenchError, CassetteError
 from bench.core.storage import Location, is_url
-from bench.scorer.caveats import CaveatTally, result_flags
+from bench.scorer.caveats import INTERRUPTED, CaveatTally, interrupted_cassettes, result_flags
+from bench.scorer.report.cost import Prices
 from bench.scorer.report.latency import task_seconds
 from bench.scorer.report.load import Scores, load, paused_gc, scores_file
 from bench.scorer.report.stats import wilson
@@ -53,6 +54,7 @@ class Row(msgspec.Struct, frozen=True):
     flags: list[str] = msgspec.field(default_factory=list)
     task_s: float | None = None  # the result's wall time, every turn included (docs/report.md, "Seconds per task")
     calls: str | None = None  # the tool calls against the reference's: same | more | fewer | different
+    status: str = "scored"  # scored | errored (in transport: no verdict) | skipped | stale | unknown | unscored
 
 
 class ModelRate(msgspec.Struct):
@@ -103,7 +105,9 @@ class Index:
         self._recent: dict[int, dict[str, Exchange]] = {}
         self._lock = threading.Lock()  # results are opened from request threads
         self._caveats: list[CaveatTally] = []  # per source
+        self._interrupted: list[frozenset[str]] = []  # per source: cassettes whose run did not finish
         self.warnings: list[str] = []
+        self.prices: Prices | None = None  # `--prices`: each model call's cost
         self.load = LoadTallies()  # `bench load` runs' levels, per source
 
     def add_loaded(self, scores: Scores) -> None:
@@ -138,13 +142,17 @@ class Index:
         self.sources.append(scores)
         self._files.append(path)
         self._caveats.append(CaveatTally(scores.meta))
+        self._interrupted.append(interrupted_cassettes(scores.meta))
         self.load.source(len(self.sources) - 1, scores.meta)
         return len(self.sources) - 1
 
     def _add(self, source: int, result: Result, offset: int) -> int:
         caveats = self._caveats[source]
         caveats.add(result)
-        row = _row(len(self.rows), source, result, result_flags(result, caveats.replayed))
+        flags = result_flags(result, caveats.replayed)
+        if result.cassette in self._interrupted[source]:
+            flags.append(INTERRUPTED)
+        row = _row(len(self.rows), source, result, flags)
         if result.cassette not in self._cassettes:
             self._cassettes[result.cassette] = self._locate(source, result.cassette)
         self.by_key[(row.run, row.model, row.test, row.epoch)] = row.n
@@ -319,6 +327,7 @@ def _row(n: int, source: int, r: Result, flags: list[str]) -> Row:
         flags=flags,
         task_s=task_seconds(r.exchanges),
         calls=None if r.calls is None else sys.intern(r.calls.verdict),
+        status=sys.intern(r.status),
     )
 
 

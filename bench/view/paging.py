@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
@@ -27,6 +27,14 @@ SORTABLE = (
     "calls",
 )
 MAX_LIMIT = 500
+# What the results table's verdict filter keeps: "errored" are results that failed in transport (no verdict, left out
+# of pass rates), "unscored" every other result without a verdict (untagged traffic, skipped, stale, unknown).
+VERDICTS: dict[str, Callable[[Row], bool]] = {
+    "pass": lambda r: r.passed is True,
+    "fail": lambda r: r.passed is False,
+    "errored": lambda r: r.status == "errored",
+    "unscored": lambda r: r.passed is None and r.status != "errored",
+}
 
 
 class Query(msgspec.Struct):
@@ -34,7 +42,7 @@ class Query(msgspec.Struct):
     model: str | None = None
     suite: str | None = None
     failure_type: str | None = None
-    passed: bool | None = None
+    verdict: str | None = None  # pass | fail | errored | unscored (the `passed` parameter)
     q: str | None = None  # substring of the test id
     sort: str = "n"
     desc: bool = False
@@ -51,9 +59,9 @@ class Page(msgspec.Struct):
 
 def parse_query(params: Mapping[str, str]) -> Query:
     """A Query from URL parameters; ValueError with one line naming the bad parameter and what it accepts."""
-    passed = params.get("passed") or None
-    if passed not in (None, "pass", "fail"):
-        raise ValueError(f"passed={passed!r}: use pass or fail")
+    verdict = params.get("passed") or None
+    if verdict is not None and verdict not in VERDICTS:
+        raise ValueError(f"passed={verdict[:20]!r}: use one of {', '.join(VERDICTS)}")
     sort = params.get("sort") or "n"
     if sort not in SORTABLE:
         raise ValueError(f"sort={sort!r}: use one of {', '.join(SORTABLE)}")
@@ -70,7 +78,7 @@ def parse_query(params: Mapping[str, str]) -> Query:
         model=params.get("model") or None,
         suite=params.get("suite") or None,
         failure_type=params.get("failure_type") or None,
-        passed=None if passed is None else passed == "pass",
+        verdict=verdict,
         q=params.get("q") or None,
         sort=sort,
         desc=params.get("desc") in ("1", "true"),
@@ -96,6 +104,6 @@ def _keep(r: Row, q: Query) -> bool:
         and (q.model is None or r.model == q.model)
         and (q.suite is None or r.suite == q.suite)
         and (q.failure_type is None or r.failure_type == q.failure_type)
-        and (q.passed is None or r.passed is q.passed)
+        and (q.verdict is None or VERDICTS[q.verdict](r))
         and (q.q is None or q.q.lower() in r.test.lower())
     )

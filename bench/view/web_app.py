@@ -12,10 +12,10 @@ import msgspec
 from aiohttp import web
 
 from bench.core.errors import BenchError
-from bench.view.detail import detail, raw_stream
+from bench.view.detail import detail, raw_bytes
 from bench.view.index import Index
 from bench.view.paging import page, parse_query
-from bench.view.side_by_side import Side, compare
+from bench.view.side_by_side import Side, compare, pair
 
 INDEX_KEY = web.AppKey("index", Index)
 TOKEN_KEY = web.AppKey("token", str)
@@ -132,24 +132,30 @@ async def results(request: web.Request) -> web.StreamResponse:
     return _json(page(request.app[INDEX_KEY].rows, query))
 
 
-async def result(request: web.Request) -> web.StreamResponse:
+async def _in_thread(work: Callable[[], Any]) -> web.Response:
+    """`work`'s answer as JSON, computed in a worker thread: reading a cassette (indexing it, the first time) must
+    not stall the results table. ValueError is a bad parameter (400), KeyError an unknown result (404)."""
     try:
-        n = _result_n(request)
+        return _json(await asyncio.to_thread(work))
     except ValueError as exc:
         return _bad(str(exc))
     except KeyError as exc:
         return _bad(str(exc.args[0]), 404)
-    try:
-        # In a thread: reading a cassette (indexing it, the first time) must not stall the results table.
-        return _json(await asyncio.to_thread(detail, request.app[INDEX_KEY], n))
     except BenchError as exc:
         return _bad(str(exc), 500)
 
 
+async def result(request: web.Request) -> web.StreamResponse:
+    return await _in_thread(lambda: detail(request.app[INDEX_KEY], _result_n(request)))
+
+
 async def raw(request: web.Request) -> web.StreamResponse:
+    part = request.query.get("part") or "response"
+    if part not in ("request", "response"):
+        return _bad(f"part={part[:20]!r}: use request or response")
     try:
         n = _result_n(request)
-        body = await asyncio.to_thread(raw_stream, request.app[INDEX_KEY], n, request.query.get("id", ""))
+        body = await asyncio.to_thread(raw_bytes, request.app[INDEX_KEY], n, request.query.get("id", ""), part)
     except ValueError as exc:
         return _bad(str(exc))
     except KeyError as exc:
@@ -158,7 +164,7 @@ async def raw(request: web.Request) -> web.StreamResponse:
         return _bad(str(exc), 500)
     if body is None:
         return _bad(f"exchange {request.query.get('id', '')!r} is not one of this result's", 404)
-    # The bytes as recorded; shown as text so a click on "raw" reads them in the browser.
+    # The bytes as recorded; shown as text so a click on "raw" reads them in the browser (never as HTML).
     return web.Response(body=body, content_type="text/plain", charset="utf-8")
 
 
@@ -190,6 +196,15 @@ async def compare_view(request: web.Request) -> web.StreamResponse:
         return _bad(str(exc.args[0]), 404)
 
 
+async def pair_view(request: web.Request) -> web.StreamResponse:
+    q = request.query
+    missing = [k for k in ("a_run", "a_model", "b_run", "b_model", "test") if k not in q]
+    if missing:
+        return _bad(f"missing {', '.join(missing)}: side by side names two sides (a run and a model each) and a test")
+    a, b = Side(q["a_run"], q["a_model"]), Side(q["b_run"], q["b_model"])
+    return await _in_thread(lambda: pair(request.app[INDEX_KEY], a, b, q["test"], _int(request, "epoch")))
+
+
 def make_app(index: Index, token: str | None = None, hosts: frozenset[str] | None = None) -> web.Application:
     """`hosts`: the Host names answered (None: any, for a server bound beyond loopback, which needs a token)."""
     app = web.Application(middlewares=[_own_words, _host_gate, _token_gate])
@@ -205,6 +220,7 @@ def make_app(index: Index, token: str | None = None, hosts: frozenset[str] | Non
     app.router.add_get("/api/result", result)
     app.router.add_get("/api/raw", raw)
     app.router.add_get("/api/compare", compare_view)
+    app.router.add_get("/api/pair", pair_view)
     app.router.add_get("/api/load", load_levels)
     app.router.add_get("/api/load_chart", load_chart)
     return app

@@ -32,8 +32,9 @@ async def test_untagged_exchanges_are_listed_and_open(tmp_path: Path) -> None:
         assert response.status == 200, await response.text()
         body = await response.json()
         (exchange,) = body["exchanges"]
-        assert [t["role"] for t in exchange["conversation"]] == ["user", "assistant"]
-        assert exchange["conversation"][-1]["text"] == "Forty-two."
+        assert [t["role"] for t in exchange["messages"]] == ["user"]
+        assert exchange["answer"]["text"] == "Forty-two."
+        assert body["notes"][0].startswith("untagged traffic: no catalog test")
         assert exchange["timeline"]["token_events"] == len(sse_chunks("Forty-two.")) - 2  # not usage, not [DONE]
         raw = await client.get("/api/raw", params={**key, "id": "x1"})
         assert (await raw.text()).endswith("data: [DONE]\n\n")
@@ -60,4 +61,5 @@ async def test_an_agent_session_browses_as_one_result_with_its_exchanges_as_turn
         assert response.status == 200, await response.text()
         body = await response.json()
         assert [(e["id"], e["turn"]) for e in body["exchanges"]] == [("x0", 0), ("x1", 1)]
-        assert [e["conversation"][-1]["text"] for e in body["exchanges"]] == ["First answer.", "Second answer."]
+        assert [e["answer"]["text"] for e in body["exchanges"]] == ["First answer.", "Second answer."]
+        assert "untagged traffic" in body["notes"][0] and "an agent session of 2 exchanges" in body["notes"][0]
