@@ -120,10 +120,18 @@ def _exchanges(
                 cost=_cost(prices, model, parsed.model, tokens),
                 response_bytes=sum(len(c) for c in record.response.chunks),
                 findings=list(parsed.findings),
-                error=parsed.error,
+                error=parsed.error or _error_body(parsed.status, record),
             )
         )
     return out
+
+
+def _error_body(status: int | None, record: records.Exchange) -> str | None:
+    """An error answer's body as text when the parser found no error message in it (not JSON, another shape)."""
+    if status is None or status < 400:
+        return None
+    body = b"".join(record.response.chunks)[:2000].decode("utf-8", "replace").strip()
+    return f"HTTP {status}: {body}" if body else None
 
 
 def notes(row: Row, exchanges: list[Exchange]) -> list[str]:
@@ -176,6 +184,12 @@ def detail(index: Index, n: int) -> Detail:
         calls=result.calls,
         currency=index.prices.currency if index.prices is not None else None,
     )
+
+
+def one_call(record: records.Exchange, prices: Prices | None) -> Exchange:
+    """One exchange on its own (a live flow): its request's messages, its answer, timeline and figures."""
+    (call,) = _exchanges([ExchangeScore(id=record.id)], {record.id: record}, False, prices)
+    return call
 
 
 def raw_bytes(index: Index, n: int, exchange_id: str, part: str = "response") -> bytes | None:

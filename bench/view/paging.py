@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 import msgspec
 
 from bench.view.index import Row
+from bench.view.search import SearchState
 
 SORTABLE = (
     "n",
@@ -43,7 +44,7 @@ class Query(msgspec.Struct):
     suite: str | None = None
     failure_type: str | None = None
     verdict: str | None = None  # pass | fail | errored | unscored (the `passed` parameter)
-    q: str | None = None  # substring of the test id
+    q: str | None = None  # words the test id, or a prompt or answer of the result, holds
     sort: str = "n"
     desc: bool = False
     offset: int = 0
@@ -55,6 +56,8 @@ class Page(msgspec.Struct):
     offset: int
     limit: int
     rows: list[Row]
+    search: SearchState | None = None  # how far the text search has gone (with q)
+    snippets: dict[int, str] = msgspec.field(default_factory=dict)  # row n -> the text around its match
 
 
 def parse_query(params: Mapping[str, str]) -> Query:
@@ -87,14 +90,24 @@ def parse_query(params: Mapping[str, str]) -> Query:
     )
 
 
-def page(rows: Sequence[Row], query: Query) -> Page:
-    selected = [r for r in rows if _keep(r, query)]
+def select(rows: Sequence[Row], query: Query, text: bytearray | None = None) -> list[Row]:
+    """The rows the query keeps, sorted. `text`: per row, whether its prompts or answers hold the query's words
+    (bench.view.search); a row is kept when its test id or its text holds them."""
+    needle = query.q.lower() if query.q is not None else None
+    selected = [
+        r for r in rows if _keep(r, query) and (needle is None or needle in r.test.lower() or (text and text[r.n]))
+    ]
     if query.sort != "n" or query.desc:
         # None sorts last in either direction: a missing TTFT is not the fastest.
         present = [r for r in selected if getattr(r, query.sort) is not None]
         missing = [r for r in selected if getattr(r, query.sort) is None]
         present.sort(key=lambda r: getattr(r, query.sort), reverse=query.desc)
         selected = present + missing
+    return selected
+
+
+def page(rows: Sequence[Row], query: Query, text: bytearray | None = None) -> Page:
+    selected = select(rows, query, text)
     return Page(len(selected), query.offset, query.limit, selected[query.offset : query.offset + query.limit])
 
 
@@ -105,5 +118,4 @@ def _keep(r: Row, q: Query) -> bool:
         and (q.suite is None or r.suite == q.suite)
         and (q.failure_type is None or r.failure_type == q.failure_type)
         and (q.verdict is None or VERDICTS[q.verdict](r))
-        and (q.q is None or q.q.lower() in r.test.lower())
     )

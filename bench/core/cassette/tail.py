@@ -9,7 +9,8 @@ never written.
 
 - Closing: the writer recompresses the file and renames the new one over it (compact.py), with the same records
   under the same numbers: the tail starts again at the top and returns only what it had not (the end record).
-- A new recording under the same name (its header's creation time differs): read from its first record.
+- A new recording under the same name (its first bytes differ, and its header's creation time): read from its first
+  record.
 - Damage: frames are walked as the reader walks them; what cannot be read is skipped and said in `problems`.
 - Bounds: one poll decodes at most `frames_at_once` whole frames (a large file already there is read over several
   polls), and part records (a large body written while its exchange ran) are kept until their exchange comes, up to
@@ -36,6 +37,7 @@ from bench.core.cassette.records import End, Exchange, Header, Part
 from bench.core.errors import CassetteError
 
 MAX_PART_BYTES = 256 << 20  # body bytes of part records held for exchanges not yet ended
+HEAD_BYTES = 64  # the file's first bytes (its header frame's), compared at each poll: another file if they differ
 
 
 class CassetteTail:
@@ -45,7 +47,7 @@ class CassetteTail:
         self.header: Header | None = None
         self.end: End | None = None  # the end record, once the recording is closed
         self.problems: list[str] = []  # what could not be read, in words (one line each)
-        self._identity: tuple[int, int] | None = None
+        self._identity: tuple[int, int, bytes] | None = None
         self._size = 0  # the file's size when last read
         self._resume = 0  # offset of the first frame not read whole
         self._base_seq = 0  # the last sequence number before that frame
@@ -58,9 +60,12 @@ class CassetteTail:
         """The exchanges written since the last poll, in order (CassetteError: the file cannot be read at all)."""
         try:
             st = os.stat(self.path)
+            with open(self.path, "rb") as fh:
+                head = fh.read(HEAD_BYTES)
         except OSError as exc:
             raise CassetteError(f"{self.path}: cannot open: {exc.strerror}") from None
-        identity = (st.st_dev, st.st_ino)
+        # The inode alone is not enough: a file deleted and made again under the name may get the same one.
+        identity = (st.st_dev, st.st_ino, head)
         if self._identity is not None and (identity != self._identity or st.st_size < self._size):
             self._replaced()
         self._identity = identity

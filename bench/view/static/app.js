@@ -53,13 +53,14 @@ function verdict(p, status) {
 
 let liveSource = null;  // the live view's EventSource, closed when another view is shown
 
-function route() {
+// `quiet` (true): the same view drawn again (a search filling in), without "loading…" in between.
+function route(quiet) {
   if (liveSource) { liveSource.close(); liveSource = null; }
   const hash = location.hash.slice(2) || "runs";
   const [view, query] = hash.split("?");
   const params = Object.fromEntries(new URLSearchParams(query || ""));
   const views = { runs: showRuns, results: showResults, result: showResult, compare: showCompare, pair: showPair, load: showLoad, live: showLive, flow: showFlow };
-  show("loading…");
+  if (quiet !== true) show("loading…");
   (views[view] || showRuns)(params)
     .catch((err) => show(el("p", { class: "error" }, err.message)))
     // The frame after a view is drawn: benchmarks/view_speed.py reads this mark as the view's time to first paint.
@@ -112,7 +113,8 @@ async function showResults(params) {
   const choose = (name, options) =>
     el("select", { name, onchange: (e) => set({ [name]: e.target.value, offset: 0 }) },
       options.map(([v, label]) => { const o = el("option", { value: v }, label); if ((params[name] || "") === v) o.selected = true; return o; }));
-  const select = (name, values) => choose(name, [["", `any ${name}`], ...values.map((v) => [v, v])]);
+  // An empty value (results scored by rules have no run id) is "any" here: such results are under "any run".
+  const select = (name, values) => choose(name, [["", `any ${name}`], ...values.filter((v) => v).map((v) => [v, v])]);
   const search = el("input", { name: "q", type: "search", placeholder: "test id, prompt or answer contains", value: params.q || "", size: 32 });
   search.addEventListener("change", (e) => set({ q: e.target.value, offset: 0 }));
   const head = el("tr", {}, COLUMNS.map(([key, label, cls]) => {
@@ -138,9 +140,7 @@ async function showResults(params) {
     el("div", { class: "filters" }, select("run", f.run), select("model", f.model), select("suite", f.suite),
       choose("passed", VERDICTS), select("failure_type", f.failure_type), search,
       el("a", { href: csv, class: "csv", download: "results.csv" }, "CSV of this table")),
-    searching ? el("p", { id: "search-state", class: searching.complete ? "note" : "warn" },
-      searching.complete ? `text searched in ${int(searching.searched)} exchanges (${searching.ms} ms)`
-        : `text searched in ${int(searching.searched)} of ${int(searching.of)} exchanges so far (${searching.why}); ` , searching.complete ? "" : el("a", { href: location.hash, onclick: () => route() }, "search again")) : null,
+    searching ? searchState(searching) : null,
     el("div", { class: "pager" },
       el("span", { id: "count" }, `${page.total ? offset + 1 : 0}–${last} of ${page.total}`),
       el("button", { disabled: offset === 0 ? "" : null, onclick: () => set({ offset: Math.max(0, offset - page.limit) }) }, "previous"),
@@ -159,6 +159,15 @@ function textView(text, cls) {
     more.textContent = folded ? `show all ${lines} lines` : "fold";
   } }, `show all ${lines} lines`);
   return [pre, more];
+}
+
+// How far the text search went. While the server is still reading the cassettes' text, the view asks again each
+// second (only while it is still the view shown), so the table fills in by itself.
+function searchState(st) {
+  if (st.complete) return el("p", { id: "search-state", class: "note" }, `prompts and answers of ${int(st.searched)} exchanges searched (${st.ms} ms)`);
+  const shown = location.hash;
+  setTimeout(() => { if (location.hash === shown) route(true); }, 1000);
+  return el("p", { id: "search-state", class: "warn" }, `prompts and answers of ${int(st.searched)} of ${int(st.of)} exchanges searched so far: ${st.why}; the table fills in as it goes`);
 }
 
 function messageView(m, extra) {
@@ -305,7 +314,7 @@ async function showResult(params) {
   const d = await api("result", key);
   show(
     el("h2", {}, `${d.row.test} · ${d.row.model} · epoch ${d.row.epoch}`),
-    el("div", {}, link("results", { run: d.row.run, model: d.row.model }, "← results of this run and model"), ` · run ${d.row.run}`),
+    el("div", {}, link("results", { run: d.row.run, model: d.row.model }, "← results of this run and model"), ` · run ${d.row.run || "(none: scored by rules)"}`),
     resultBody(d, key));
 }
 
@@ -361,11 +370,70 @@ async function showPair(params) {
     diff,
     el("div", { class: "cols" },
       [p.a, p.b].map((d, i) => el("div", { class: "side" },
-        el("h3", {}, `${i ? "b" : "a"}: `, link("result", key(d), `${d.row.run} · ${d.row.model}`)), resultBody(d, key(d), end)))));
+        el("h3", {}, `${i ? "b" : "a"}: `, link("result", key(d), `${d.row.run || "(no run id)"} · ${d.row.model}`)), resultBody(d, key(d), end)))));
 }
 
-async function showLive() { show(el("p", {}, "not following")); }
-async function showFlow() { show(el("p", {}, "not following")); }
+// Live: the exchanges of the followed folder's cassettes as they are recorded (bench view --follow DIR), newest
+// first, from the server's events; the figures above them change as they come. The page keeps LIVE_ROWS rows.
+const LIVE_ROWS = 500;
+const FLOW_COLUMNS = ["time", "cassette", "id", "request", "model", "test", "status", "outcome", "TTFT ms", "E2EL ms", "tokens in/out", "error"];
+
+function flowRow(f) {
+  const time = new Date(f.started_us / 1000).toISOString().slice(11, 23);
+  return el("tr", { class: "flow fresh" + (f.failed ? " bad" : ""), "data-seq": f.seq, "data-id": f.id, "data-test": f.test || "", "data-shown": Date.now() },
+    el("td", { class: "num" }, time), el("td", {}, f.cassette),
+    el("td", {}, link("flow", { cassette: f.cassette, id: f.id }, f.id)),
+    el("td", {}, `${f.method} ${f.path}`), el("td", {}, f.model || ""), el("td", {}, f.test || ""),
+    el("td", { class: "num" }, f.status ?? "none"), el("td", {}, f.outcome + (f.replayed ? " (replayed)" : "")),
+    el("td", { class: "num" }, ms(f.ttft_us)), el("td", { class: "num" }, ms(f.e2el_us)),
+    el("td", { class: "num" }, `${f.input_tokens ?? "?"}/${f.output_tokens ?? "?"}`),
+    el("td", { class: "error" }, f.error || ""));
+}
+
+function statsView(s) {
+  const box = (label, value) => el("div", {}, el("b", {}, value), label);
+  const num = (x, d) => (x === null ? "–" : x.toFixed(d));
+  return [
+    box("exchanges", int(s.flows)), box("failed", int(s.failed)), box("req/s (last 10 s)", num(s.per_s, 1)),
+    box("output tok/s", num(s.output_tokens_per_s, 0)), box("TTFT p50 ms (last 100)", num(s.ttft_p50_ms, 1)),
+    box("E2EL p50 ms", num(s.e2el_p50_ms, 1)), box("cassettes (recording)", `${s.cassettes} (${s.recording})`),
+  ];
+}
+
+async function showLive() {
+  const { live } = await facets();
+  if (!live) {
+    show(el("h2", {}, "Live"), el("p", {}, "Not following a folder: start bench view with --follow DIR (the folder a bench proxy or bench record writes its cassettes to)."));
+    return;
+  }
+  const stats = el("div", { class: "stats", id: "live-stats" }, "waiting for the first read…");
+  const body = el("tbody", {});
+  const problems = el("div", {});
+  const onlyFailed = el("input", { type: "checkbox", id: "only-failed", onchange: () => body.classList.toggle("only-failed", onlyFailed.checked) });
+  show(el("h2", {}, "Live"), el("p", {}, "Following ", el("code", {}, live), ": each exchange as it is recorded (read-only)."),
+    stats, problems,
+    el("div", { class: "filters" }, el("label", {}, onlyFailed, " failed only")),
+    el("div", { class: "scroll" }, el("table", { id: "flows" }, el("thead", {}, el("tr", {}, FLOW_COLUMNS.map((h) => el("th", {}, h)))), body)));
+  liveSource = new EventSource("api/live/events?after=0");
+  liveSource.addEventListener("flows", (e) => {
+    const { flows, stats: s } = JSON.parse(e.data);
+    stats.replaceChildren(...statsView(s));
+    problems.replaceChildren(...s.problems.map((p) => el("p", { class: "warn" }, p)));
+    for (const f of flows) body.prepend(flowRow(f));
+    while (body.children.length > LIVE_ROWS) body.lastChild.remove();
+  });
+}
+
+// One live exchange: its request's messages, the call, its timeline and raw bytes (re-read from its cassette).
+async function showFlow(params) {
+  const key = { cassette: params.cassette, id: params.id };
+  const x = await api("flow", key);
+  const raw = (part) => el("a", { href: "api/flow?" + new URLSearchParams({ ...key, part }), target: "_blank", class: "raw " + part }, "raw " + part);
+  const call = callView(x, 0, {}, null);
+  call.querySelector(".figures").replaceChildren(callFigures(x, ""), " · ", raw("response"), " ", raw("request"));
+  show(el("h2", {}, `${params.id} · ${params.cassette}`), el("div", {}, link("live", {}, "← live")),
+    el("div", { class: "transcript" }, x.messages.map((m) => messageView(m)), call));
+}
 
 // A `bench load` run's levels (docs/load.md), as bench report counts them; each chart is an SVG image the server
 // draws (an <img>: nothing in it runs).

@@ -65,7 +65,7 @@ async def test_a_five_call_agent_result_shows_each_message_once(demo_index: Inde
     row = next(r for r in demo_index.rows if r.test == "agent.fix_all" and r.model == "oracle")
     result = demo_index.result(row.n)
     assert len(result.exchanges) == 5
-    cassette = demo_index._cassettes[result.cassette]
+    cassette = demo_index._locate(row.source, result.cassette)
     recorded = {e.id: e for e in CassetteReader(cassette) if e.id in {x.id for x in result.exchanges}}
     final = orjson.loads(recorded[result.exchanges[-1].id].request.body)["messages"]
     async with TestClient(TestServer(make_app(demo_index))) as client:

@@ -61,7 +61,8 @@ def test_a_tail_started_late_reads_what_is_there_over_several_polls(tmp_path: Pa
     first = tail.poll()
     assert 0 < len(first) < 40  # bounded work per poll
     rest = _next(tail, 40 - len(first))
-    assert [x.id for x in first] + rest == [f"x{i}" for i in range(40)] and tail.end is not None
+    assert [x.id for x in first] + rest == [f"x{i}" for i in range(40)]
+    assert tail.poll() == [] and tail.end is not None
 
 
 def test_a_new_recording_under_the_same_name_is_read_from_its_start(tmp_path: Path) -> None:
