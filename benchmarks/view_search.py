@@ -32,11 +32,16 @@ from benchmarks.rescore_speed import VOCAB, bench_catalog, build  # noqa: E402
 from tests.support.rescored import rescored  # noqa: E402
 
 
-def rss_mib() -> float:
+def rss_mib(field: str = "VmRSS") -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def memory() -> str:
+    """Resident memory now: anonymous (the process's own) and file-backed (mapped files: page cache, reclaimable)."""
+    return f"RSS {rss_mib():.0f} MiB (anonymous {rss_mib('RssAnon'):.0f}, file-backed {rss_mib('RssFile'):.0f})"
 
 
 def synthetic(folder: Path, exchanges: int) -> Path:
@@ -66,8 +71,7 @@ def main() -> None:
         scores = synthetic(args.keep or Path(tmp) / "synth", args.exchanges)
         t = time.perf_counter()
         index = open_index([scores])
-        print(f"index opened: {len(index.rows)} results in {time.perf_counter() - t:.1f} s, RSS {rss_mib():.0f} MiB")
-        before = rss_mib()
+        print(f"index opened: {len(index.rows)} results in {time.perf_counter() - t:.1f} s, {memory()}")
         t, cpu = time.perf_counter(), time.process_time()
         search = index.search
         search.start()
@@ -77,7 +81,7 @@ def main() -> None:
         size = search._size
         print(
             f"text read: {search.read} exchanges in {wall:.1f} s wall, {used:.1f} s CPU; {size / 2**20:.0f} MiB of "
-            f"text (twice, on disk: as written and lowered); RSS {before:.0f} -> {rss_mib():.0f} MiB"
+            f"text (twice, on disk: as written and lowered); then {memory()}"
         )
         rng = random.Random(7)
         kinds = {
@@ -104,7 +108,7 @@ def main() -> None:
                 f"results matched: median {statistics.median(totals):.0f}"
             )
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"peak RSS of this process: {peak:.0f} MiB")
+        print(f"after the searches: {memory()}; peak RSS {peak:.0f} MiB (file-backed pages of mapped files included)")
 
 
 if __name__ == "__main__":

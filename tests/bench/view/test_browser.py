@@ -1,14 +1,18 @@
-"""`bench view` in a real headless Chromium: the shipped SmolLM2 recording, failures, one result, a deep link, and
-the demo's oracle compared with a flawed model. Screenshots of each view go to pytest's tmp dir."""
+"""`bench view` in a real headless Chromium: the shipped SmolLM2 recording, failures, one result, a deep link, the
+demo's oracle compared with a flawed model, and the HTML report's failed tests opened from their links. Screenshots
+of each view go to pytest's tmp dir."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench.cli import main
 from bench.core.parse import parse_exchange
 from bench.view.index import Index
 from tests.bench.view.browser import chromium, serve
@@ -138,3 +142,21 @@ def test_compare_oracle_with_a_flawed_model_shows_flips(browser: Any, demo_index
         browser.get(deep)
         _wait(browser, ".cols .side .timeline svg")
         assert {e.text for e in browser.find_elements("css selector", ".side .tl-axis span:last-child")} == ends
+
+
+def test_the_html_reports_failed_tests_open_in_the_view(
+    browser: Any, smollm2_dir: Path, smollm2_index: Index, tmp_path: Path
+) -> None:
+    with serve(smollm2_index) as base:
+        out = tmp_path / "report.html"
+        assert main(["report", str(smollm2_dir), "--out", str(out), "--view-url", base]) == 0
+        page = out.read_text()
+        failed = page[page.index("id='failed-tests'") :]
+        links = [(html.unescape(h), t) for h, t in re.findall(r"<a href='([^']*)'>([^<]*)</a>", failed)]
+        expected = sum(r.passed is False or r.status == "errored" for r in smollm2_index.rows)
+        assert len(links) == expected > 0
+        (link, test) = links[-1]
+        browser.get(link)
+        heading = _wait(browser, "h2")
+        _wait(browser, ".transcript .exchange")
+        assert heading.text.startswith(html.unescape(test) + " · ")
