@@ -88,7 +88,7 @@ def main() -> None:
             "a word of the run": lambda: rng.choice(VOCAB),
             "two words in a row": lambda: f"{rng.choice(VOCAB)} {rng.choice(VOCAB)}",
             "a rare word": lambda: "zq" + rng.choice(VOCAB),
-            "answer: paris (every result)": lambda: "answer: paris",
+            "answer: paris (every text answer)": lambda: "answer: paris",
         }
         for name, make in kinds.items():
             scans, times, totals = [], [], []
