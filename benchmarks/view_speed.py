@@ -10,13 +10,18 @@ A result's exchanges are read through the cassette's seek index (bench/core/cass
 builds as far as that exchange's frame: the first round's time of each view is printed too ("cold"). The time each
 server takes to load its scores (start to the printed URL) is printed with its peak RSS.
 
-    .venv/bin/python benchmarks/view_speed.py [--exchanges 100000] [--rounds 3]
+    .venv/bin/python benchmarks/view_speed.py [--exchanges 100000] [--rounds 3] [--keep DIR] [--against TREE]
+
+`--against TREE` times the synthetic run's views with this tree's server and another tree's (a worktree of main:
+`git worktree add --detach /tmp/main main`) side by side in one run, in interleaved rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,10 +42,17 @@ from tests.support.rescored import rescored  # noqa: E402
 SHIPPED = ROOT / "cassettes" / "smollm2-135m-catalog.cassette"
 
 
-def start(scores: Path) -> tuple[subprocess.Popen[str], str, float]:
+def start(scores: Path, tree: Path | None = None) -> tuple[subprocess.Popen[str], str, float]:
+    """`bench view SCORES` in a process of its own: this tree's code, or another tree's (`tree`: its folder first on
+    the import path, as `python -m bench` from a checkout runs it)."""
     t = time.perf_counter()
+    env = {**os.environ, "PYTHONPATH": str(tree)} if tree is not None else None
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench", "view", str(scores), "--no-open"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "bench", "view", str(scores), "--no-open"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tree,
     )
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -82,6 +94,13 @@ def main() -> None:
         help="build the synthetic run in DIR and keep it; a later run given the same DIR reuses it (building and "
         "rescoring 100,000 exchanges takes minutes)",
     )
+    ap.add_argument(
+        "--against",
+        type=Path,
+        metavar="TREE",
+        help="time the synthetic run's views with this tree's server and TREE's (e.g. a worktree of main) side by "
+        "side, in interleaved rounds, instead of shipped against synthetic",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -103,6 +122,7 @@ def main() -> None:
             del meta
             print(f"built and rescored {args.exchanges} synthetic exchanges in {time.perf_counter() - t:.0f} s")
         _, shipped_results = read_scores(shipped / "scores.jsonl", exchanges=False)
+        n_shipped = len(shipped_results)
         views = {
             "results table": ("#/results", "#/results"),
             "one result (first)": (result_hash(shipped_results[0]), result_hash(results[0])),
@@ -110,6 +130,9 @@ def main() -> None:
         }
         n_results = len(results)
         del results  # the benchmark's own copy: only the servers' memory is measured
+        if args.against is not None:
+            against(synth / "scores.jsonl", args.against, {k: v[1] for k, v in views.items()}, args.rounds, tmp)
+            return
         servers = [start(shipped / "scores.jsonl"), start(synth / "scores.jsonl")]
         try:
             with chromium(tmp / "profile") as driver:
@@ -123,18 +146,48 @@ def main() -> None:
                                 cold.setdefault(name, []).append(ms)
                             else:
                                 best[name][side] = min(best[name][side], ms)
-            head = f"synthetic ({n_results})"
-            print(f"{'view':<22} {'shipped (176 results)':>22} {head:>22} {'ratio':>7}   cold: shipped, synthetic")
+            heads = f"shipped ({n_shipped})", f"synthetic ({n_results})"
+            print(f"{'view':<22} {heads[0]:>22} {heads[1]:>22} {'ratio':>7}   cold: shipped, synthetic")
             for name, (a, b) in best.items():
                 c = cold[name]
                 print(f"{name:<22} {a:>19.0f} ms {b:>19.0f} ms {b / a:>6.1f}x   {c[0]:>6.0f} ms, {c[1]:>6.0f} ms")
-            rss = [peak_rss_mib(proc) for proc, _, _ in servers]
-            print(f"server peak RSS: shipped {rss[0]:.0f} MiB, synthetic {rss[1]:.0f} MiB ({rss[1] / rss[0]:.1f}x)")
-            print(f"server start (scores loaded): shipped {servers[0][2]:.1f} s, synthetic {servers[1][2]:.1f} s")
         finally:
-            for proc, _, _ in servers:
-                proc.terminate()
-                proc.wait(30)
+            stop(servers, ["shipped", "synthetic"])
+
+
+def against(scores: Path, tree: Path, views: dict[str, str], rounds: int, tmp: Path) -> None:
+    """This tree's server and TREE's over the same scores: each view's first paint in every round, both servers in
+    each round (the order alternating), the first round reported apart as cold."""
+    servers = [start(scores), start(scores, tree)]
+    names = ["this tree", str(tree)]
+    try:
+        times: dict[str, list[list[float]]] = {name: [[], []] for name in views}
+        with chromium(tmp / "profile") as driver:
+            for round_ in range(rounds):
+                for name, fragment in views.items():
+                    order = (0, 1) if round_ % 2 == 0 else (1, 0)
+                    for side in order:
+                        times[name][side].append(painted_ms(driver, servers[side][1] + fragment))
+        print(f"{'view':<20} {'side':<24} {'cold':>8} {'best':>8} {'median':>8} {'spread (warm)':>18}")
+        for name, sides in times.items():
+            for side, values in enumerate(sides):
+                warm = values[1:] or values
+                print(
+                    f"{name:<20} {names[side][-24:]:<24} {values[0]:>6.0f}ms {min(warm):>6.0f}ms "
+                    f"{statistics.median(warm):>6.0f}ms {min(warm):>8.0f}-{max(warm):.0f} ms"
+                )
+            ratio = statistics.median(sides[0][1:] or sides[0]) / statistics.median(sides[1][1:] or sides[1])
+            print(f"{'':<20} this tree / {names[1][-20:]}: {ratio:.2f}x (medians, warm)")
+    finally:
+        stop(servers, names)
+
+
+def stop(servers: list[tuple[subprocess.Popen[str], str, float]], names: list[str]) -> None:
+    """Each server's peak RSS and start time (scores loaded), then the servers stopped."""
+    for (proc, _, started), name in zip(servers, names, strict=True):
+        print(f"server {name}: peak RSS {peak_rss_mib(proc):.0f} MiB, start (scores loaded) {started:.1f} s")
+        proc.terminate()
+        proc.wait(30)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from bench.scorer.results import Meta, Result
 MAX_TOKENS = "max_tokens"
 NO_FINISH = "no_finish_reason"
 REPLAYED = "replayed timing"
+INTERRUPTED = "interrupted run"  # bench view's flag for a result whose cassette's run did not finish
 _STOPPED_AT_LIMIT = frozenset({"max_tokens", "budget_max_tokens"})
 
 
@@ -35,6 +36,11 @@ def result_flags(result: Result, replayed: frozenset[str] = frozenset()) -> list
 def replayed_cassettes(meta: Meta) -> frozenset[str]:
     """The cassettes (as results name them) holding exchanges a replaying proxy served."""
     return frozenset(c.path for c in meta.cassettes if c.replayed)
+
+
+def interrupted_cassettes(meta: Meta) -> frozenset[str]:
+    """The cassettes (as results name them) whose run was interrupted or that were cut short: tests may be missing."""
+    return frozenset(c.path for c in meta.cassettes if c.interrupted or c.truncated)
 
 
 def cassette_lines(meta: Meta) -> list[str]:

@@ -37,6 +37,11 @@ def register(subparsers: Any) -> None:
         "--format", choices=formats.names(report=True), help="output format (default: from --out's suffix, else table)"
     )
     report.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    report.add_argument(
+        "--view-url",
+        metavar="URL",
+        help="the address of a bench view of this run (what it printed): the HTML report links each failed test there",
+    )
     _prices(report)
     _slo(report)
     _jobs(report)
@@ -113,12 +118,18 @@ def run_report(args: argparse.Namespace) -> int:
     from bench.scorer.report.slo import parse_slo
 
     fmt = formats.choose(args.format, args.out, report=True)
+    view_url = getattr(args, "view_url", None)  # bench demo reports through here without the flag
+    if view_url is not None:
+        from bench.scorer.report.failed_tests import view_base
+
+        view_url = view_base(view_url)  # refused before any work
     prices = _load_prices(getattr(args, "prices", None))
     given = getattr(args, "slo", None)  # bench demo reports through here without the flag
     slo = parse_slo(given) if given else None
     # One pass over the scores file as it is read: memory bounded by the report's groups, not the run's exchanges.
     with load.stream(args.path, jobs=_check_jobs(args.jobs)) as scores:
         report = aggregate.build(scores, prices, slo)
+    report.view_url = view_url
     _render(fmt, args.out, formats.report_document(report))
     return 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+from pathlib import Path
 from typing import Any
 
 from bench.core.errors import BenchError
@@ -20,10 +21,20 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "paths",
-        nargs="+",
+        nargs="*",
         type=location,
         metavar="PATH",
         help="scores file, cassette, folder of them, or cassettes at an object-storage URL (s3://bucket/prefix)",
+    )
+    p.add_argument(
+        "--follow",
+        type=Path,
+        metavar="DIR",
+        help="show the exchanges of the cassettes under DIR as they are recorded (a running bench proxy or bench "
+        "record writing there); read-only",
+    )
+    p.add_argument(
+        "--prices", type=Path, metavar="FILE", help="price table (YAML, per million tokens): each model call's cost"
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one, printed)")
@@ -68,6 +79,10 @@ def answered_hosts(host: str) -> frozenset[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.paths and args.follow is None:
+        raise BenchError("bench view: give PATH (scores, cassettes) or --follow DIR (a recording in progress), or both")
+    if args.follow is not None and not args.follow.is_dir():
+        raise BenchError(f"--follow {args.follow}: not a folder; give the folder bench proxy or bench record writes to")
     token = token_for(args.host, args.token_env)
     from aiohttp import web
 
@@ -79,14 +94,27 @@ def run(args: argparse.Namespace) -> int:
     # Bound before the load: a busy or impossible port is one line at once, not a traceback after it.
     sock = reserve(args.host, args.port)
     try:
+        prices = None
+        if args.prices is not None:
+            from bench.scorer.report.cost import load_prices
+
+            prices = load_prices(args.prices)
         with progress.shown("bench view"):
-            index = open_index(args.paths)
+            index = open_index(args.paths, allow_empty=args.follow is not None)
+        index.prices = prices
     except BaseException:
         sock.close()
         raise
     index.warm_in_background()
-    app = make_app(index, token, answered_hosts(args.host))
+    live = None
+    if args.follow is not None:
+        from bench.view.live import Live
+
+        live = Live(args.follow)
+    app = make_app(index, token, answered_hosts(args.host), live)
     print(f"{len(index.rows)} result(s) in {len(index.runs)} run(s)", flush=True)
+    if live is not None:
+        print(f"following {args.follow}: its cassettes' exchanges as they are recorded (#/live)", flush=True)
 
     import asyncio
 
@@ -98,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         port = runner.addresses[0][1]
         shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
         url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+        url += "#/live" if live is not None and not args.paths else ""  # only following: the live page first
         # The URL carries the token only when the user chose one; it is theirs to see.
         print(f"bench view: {url}  (Ctrl-C stops)", flush=True)
         if not args.no_open:

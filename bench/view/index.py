@@ -21,13 +21,15 @@ from bench.core.cassette.records import Exchange
 from bench.core.cassette.seek import SeekIndex
 from bench.core.errors import BenchError, CassetteError
 from bench.core.storage import Location, is_url
-from bench.scorer.caveats import CaveatTally, result_flags
+from bench.scorer.caveats import INTERRUPTED, CaveatTally, interrupted_cassettes, result_flags
+from bench.scorer.report.cost import Prices
 from bench.scorer.report.latency import task_seconds
 from bench.scorer.report.load import Scores, load, paused_gc, scores_file
 from bench.scorer.report.stats import wilson
 from bench.scorer.results import ExchangeScore, Meta, Result, TrafficLine
 from bench.scorer.scores_io import open_scores, read_result_at
 from bench.view.load_view import LoadTallies
+from bench.view.search import TextSearch, exchange_key, owners_of
 
 RECENT = 8  # results whose records stay in memory after being opened
 
@@ -53,6 +55,7 @@ class Row(msgspec.Struct, frozen=True):
     flags: list[str] = msgspec.field(default_factory=list)
     task_s: float | None = None  # the result's wall time, every turn included (docs/report.md, "Seconds per task")
     calls: str | None = None  # the tool calls against the reference's: same | more | fewer | different
+    status: str = "scored"  # scored | errored (in transport: no verdict) | skipped | stale | unknown | unscored
 
 
 class ModelRate(msgspec.Struct):
@@ -99,12 +102,20 @@ class Index:
         self._held: dict[int, Result] = {}
         self._tally: dict[str, _RunTally] = {}
         self._seek: dict[str, SeekIndex] = {}
-        self._cassettes: dict[str, Location] = {}  # every cassette named, in order of first mention
+        self._cassettes: dict[str, Location] = {}  # every cassette named (by where it is), in order of first mention
+        self._where: dict[tuple[int, str], str] = {}  # (source, cassette as results name it) -> where it is
         self._recent: dict[int, dict[str, Exchange]] = {}
         self._lock = threading.Lock()  # results are opened from request threads
         self._caveats: list[CaveatTally] = []  # per source
+        self._interrupted: list[frozenset[str]] = []  # per source: cassettes whose run did not finish
         self.warnings: list[str] = []
+        self.prices: Prices | None = None  # `--prices`: each model call's cost
         self.load = LoadTallies()  # `bench load` runs' levels, per source
+        # Per exchange a result names: a hash of (cassette, id) and the result's row, for the text search to find
+        # whose an exchange is (12 bytes each; the search sorts them once, when it is first used).
+        self._exchange_keys = array("Q")
+        self._exchange_rows = array("i")
+        self._search: TextSearch | None = None
 
     def add_loaded(self, scores: Scores) -> None:
         """A source whose results are in memory (rescored from cassettes)."""
@@ -138,17 +149,27 @@ class Index:
         self.sources.append(scores)
         self._files.append(path)
         self._caveats.append(CaveatTally(scores.meta))
+        self._interrupted.append(interrupted_cassettes(scores.meta))
         self.load.source(len(self.sources) - 1, scores.meta)
         return len(self.sources) - 1
 
     def _add(self, source: int, result: Result, offset: int) -> int:
         caveats = self._caveats[source]
         caveats.add(result)
-        row = _row(len(self.rows), source, result, result_flags(result, caveats.replayed))
-        if result.cassette not in self._cassettes:
-            self._cassettes[result.cassette] = self._locate(source, result.cassette)
+        flags = result_flags(result, caveats.replayed)
+        if result.cassette in self._interrupted[source]:
+            flags.append(INTERRUPTED)
+        row = _row(len(self.rows), source, result, flags)
+        where = self._where.get((source, result.cassette))
+        if where is None:
+            located = self._locate(source, result.cassette)
+            where = self._where[(source, result.cassette)] = str(located)
+            self._cassettes.setdefault(where, located)
         self.by_key[(row.run, row.model, row.test, row.epoch)] = row.n
         self.rows.append(row)
+        for e in result.exchanges:
+            self._exchange_keys.append(exchange_key(where, e.id))
+            self._exchange_rows.append(row.n)
         self._at.append(offset)
         tally = self._tally.get(row.run)
         if tally is None:
@@ -175,6 +196,15 @@ class Index:
             "suite": sorted({r.suite for r in self.rows}),
             "failure_type": sorted({r.failure_type for r in self.rows if r.failure_type}),
         }
+
+    @property
+    def search(self) -> TextSearch:
+        """The full-text search over prompts and answers, made (not yet read: its first query starts that) once."""
+        with self._lock:
+            if self._search is None:
+                owner = owners_of(self._exchange_keys, self._exchange_rows)
+                self._search = TextSearch(dict(self._cassettes), owner, len(self.rows), len(self._exchange_keys))
+            return self._search
 
     def find(self, run: str, model: str, test: str, epoch: int) -> int:
         n = self.by_key.get((run, model, test, epoch))
@@ -319,6 +349,7 @@ def _row(n: int, source: int, r: Result, flags: list[str]) -> Row:
         flags=flags,
         task_s=task_seconds(r.exchanges),
         calls=None if r.calls is None else sys.intern(r.calls.verdict),
+        status=sys.intern(r.status),
     )
 
 
@@ -351,9 +382,10 @@ def _catalog_hash(meta: Meta, run_id: str) -> str | None:
     return None
 
 
-def open_index(paths: Iterable[Location]) -> Index:
+def open_index(paths: Iterable[Location], allow_empty: bool = False) -> Index:
     """Load every PATH (a scores file, a folder with scores.jsonl, cassettes to rescore in memory, or cassettes at
-    an object-storage URL, also rescored in memory)."""
+    an object-storage URL, also rescored in memory). `allow_empty`: no results is no error (a view that follows a
+    recording in progress)."""
     index = Index()
     for path in paths:
         found = scores_file(path)
@@ -361,7 +393,7 @@ def open_index(paths: Iterable[Location]) -> Index:
             index.add_file(found)
         else:
             index.add_loaded(load(path))
-    if not index.rows:
+    if not index.rows and not allow_empty:
         raise BenchError("no results and no exchanges in the given paths; record a run or run `bench rescore PATH`")
     index.finish()
     return index

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
 from bench.view.index import Row
+from bench.view.search import SearchState
 
 SORTABLE = (
     "n",
@@ -27,6 +28,14 @@ SORTABLE = (
     "calls",
 )
 MAX_LIMIT = 500
+# What the results table's verdict filter keeps: "errored" are results that failed in transport (no verdict, left out
+# of pass rates), "unscored" every other result without a verdict (untagged traffic, skipped, stale, unknown).
+VERDICTS: dict[str, Callable[[Row], bool]] = {
+    "pass": lambda r: r.passed is True,
+    "fail": lambda r: r.passed is False,
+    "errored": lambda r: r.status == "errored",
+    "unscored": lambda r: r.passed is None and r.status != "errored",
+}
 
 
 class Query(msgspec.Struct):
@@ -34,8 +43,8 @@ class Query(msgspec.Struct):
     model: str | None = None
     suite: str | None = None
     failure_type: str | None = None
-    passed: bool | None = None
-    q: str | None = None  # substring of the test id
+    verdict: str | None = None  # pass | fail | errored | unscored (the `passed` parameter)
+    q: str | None = None  # words the test id, or a prompt or answer of the result, holds
     sort: str = "n"
     desc: bool = False
     offset: int = 0
@@ -47,13 +56,15 @@ class Page(msgspec.Struct):
     offset: int
     limit: int
     rows: list[Row]
+    search: SearchState | None = None  # how far the text search has gone (with q)
+    snippets: dict[int, str] = msgspec.field(default_factory=dict)  # row n -> the text around its match
 
 
 def parse_query(params: Mapping[str, str]) -> Query:
     """A Query from URL parameters; ValueError with one line naming the bad parameter and what it accepts."""
-    passed = params.get("passed") or None
-    if passed not in (None, "pass", "fail"):
-        raise ValueError(f"passed={passed!r}: use pass or fail")
+    verdict = params.get("passed") or None
+    if verdict is not None and verdict not in VERDICTS:
+        raise ValueError(f"passed={verdict[:20]!r}: use one of {', '.join(VERDICTS)}")
     sort = params.get("sort") or "n"
     if sort not in SORTABLE:
         raise ValueError(f"sort={sort!r}: use one of {', '.join(SORTABLE)}")
@@ -70,7 +81,7 @@ def parse_query(params: Mapping[str, str]) -> Query:
         model=params.get("model") or None,
         suite=params.get("suite") or None,
         failure_type=params.get("failure_type") or None,
-        passed=None if passed is None else passed == "pass",
+        verdict=verdict,
         q=params.get("q") or None,
         sort=sort,
         desc=params.get("desc") in ("1", "true"),
@@ -79,14 +90,24 @@ def parse_query(params: Mapping[str, str]) -> Query:
     )
 
 
-def page(rows: Sequence[Row], query: Query) -> Page:
-    selected = [r for r in rows if _keep(r, query)]
+def select(rows: Sequence[Row], query: Query, text: bytearray | None = None) -> list[Row]:
+    """The rows the query keeps, sorted. `text`: per row, whether its prompts or answers hold the query's words
+    (bench.view.search); a row is kept when its test id or its text holds them."""
+    needle = query.q.lower() if query.q is not None else None
+    selected = [
+        r for r in rows if _keep(r, query) and (needle is None or needle in r.test.lower() or (text and text[r.n]))
+    ]
     if query.sort != "n" or query.desc:
         # None sorts last in either direction: a missing TTFT is not the fastest.
         present = [r for r in selected if getattr(r, query.sort) is not None]
         missing = [r for r in selected if getattr(r, query.sort) is None]
         present.sort(key=lambda r: getattr(r, query.sort), reverse=query.desc)
         selected = present + missing
+    return selected
+
+
+def page(rows: Sequence[Row], query: Query, text: bytearray | None = None) -> Page:
+    selected = select(rows, query, text)
     return Page(len(selected), query.offset, query.limit, selected[query.offset : query.offset + query.limit])
 
 
@@ -96,6 +117,5 @@ def _keep(r: Row, q: Query) -> bool:
         and (q.model is None or r.model == q.model)
         and (q.suite is None or r.suite == q.suite)
         and (q.failure_type is None or r.failure_type == q.failure_type)
-        and (q.passed is None or r.passed is q.passed)
-        and (q.q is None or q.q.lower() in r.test.lower())
+        and (q.verdict is None or VERDICTS[q.verdict](r))
     )

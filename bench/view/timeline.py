@@ -11,6 +11,10 @@ from bench.core.parsed import ParsedExchange
 
 # A gap between token events this many times the exchange's median inter-token latency is highlighted.
 GAP_FACTOR = 3.0
+# Marks drawn at most: a stream of more events keeps every long gap, the first and last event and an even sample of
+# the rest (a hostile or huge stream must not make a page of a million marks).
+MAX_MARKS = 4000
+TIP_CHARS = 200  # of an event's text, shown when a mark is hovered
 
 
 class Event(msgspec.Struct):
@@ -23,6 +27,7 @@ class Event(msgspec.Struct):
 class Timeline(msgspec.Struct):
     events: list[Event]
     token_events: int
+    total_events: int  # events in the stream (`events` may hold a sample of them: MAX_MARKS)
     ttft_us: int | None
     e2el_us: int | None
     # (output tokens - 1) / (E2EL - TTFT): the speed the stream was served at once it started
@@ -57,7 +62,7 @@ def timeline(parsed: ParsedExchange) -> Timeline:
     gaps: list[int] = []
     for t, obj in parsed.events:
         token, text = _text(obj)
-        events.append(Event(t_us=t, token=token, text=text, gap=False))
+        events.append(Event(t_us=t, token=token, text=text[:TIP_CHARS], gap=False))
         if token:
             if last is not None:
                 gaps.append(t - last)
@@ -70,9 +75,18 @@ def timeline(parsed: ParsedExchange) -> Timeline:
                 event.gap = last is not None and event.t_us - last > bound
                 last = event.t_us
     return Timeline(
-        events=events,
+        events=_sample(events),
         token_events=sum(e.token for e in events),
+        total_events=len(events),
         ttft_us=parsed.timing.ttft_us,
         e2el_us=parsed.timing.e2el_us,
         decode_tokens_per_s=1e6 / tpot if (tpot := parsed.timing.tpot_us) else None,
     )
+
+
+def _sample(events: list[Event]) -> list[Event]:
+    if len(events) <= MAX_MARKS:
+        return events
+    step = len(events) / MAX_MARKS
+    keep = {int(i * step) for i in range(MAX_MARKS)} | {len(events) - 1}
+    return [e for i, e in enumerate(events) if i in keep or e.gap]

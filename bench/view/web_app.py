@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any
 
@@ -12,12 +13,19 @@ import msgspec
 from aiohttp import web
 
 from bench.core.errors import BenchError
-from bench.view.detail import detail, raw_stream
+from bench.view.detail import detail, one_call, raw_bytes
+from bench.view.export import csv_chunks
 from bench.view.index import Index
-from bench.view.paging import page, parse_query
-from bench.view.side_by_side import Side, compare
+from bench.view.live import Live
+from bench.view.paging import Query, page, parse_query, select
+from bench.view.search import SearchState
+from bench.view.side_by_side import Side, compare, pair
 
 INDEX_KEY = web.AppKey("index", Index)
+LIVE_KEY = web.AppKey("live", Live)
+CHANGED_KEY = web.AppKey("changed", asyncio.Condition)
+POLL_S = 0.2  # how often the followed folder is read (--follow)
+STATS_S = 2.0  # a live page gets the figures at least this often (rates change as time passes)
 TOKEN_KEY = web.AppKey("token", str)
 HOSTS_KEY = web.AppKey("hosts", frozenset)
 # Names a browser on this machine reaches a loopback server by. Any other Host is a page of another origin whose name
@@ -121,7 +129,17 @@ async def static(request: web.Request) -> web.StreamResponse:
 
 async def runs(request: web.Request) -> web.StreamResponse:
     index = request.app[INDEX_KEY]
-    return _json({"runs": index.runs, "facets": index.facets, "warnings": index.warnings})
+    live = request.app.get(LIVE_KEY)
+    body = {"runs": index.runs, "facets": index.facets, "warnings": index.warnings}
+    return _json({**body, "live": str(live.folder) if live is not None else None})
+
+
+async def _text_matches(index: Index, query: Query) -> tuple[bytearray | None, dict[int, str], SearchState | None]:
+    """With words to look for: which results' prompts or answers hold them (a scan in a worker thread)."""
+    if query.q is None:
+        return None, {}, None
+    found, state = await asyncio.to_thread(index.search.find, query.q)
+    return found.rows, found.snippets, state
 
 
 async def results(request: web.Request) -> web.StreamResponse:
@@ -129,27 +147,57 @@ async def results(request: web.Request) -> web.StreamResponse:
         query = parse_query(request.query)
     except ValueError as exc:
         return _bad(str(exc))
-    return _json(page(request.app[INDEX_KEY].rows, query))
+    index = request.app[INDEX_KEY]
+    text, snippets, state = await _text_matches(index, query)
+    shown = page(index.rows, query, text)
+    shown.search = state
+    shown.snippets = {r.n: snippets[r.n] for r in shown.rows if r.n in snippets}
+    return _json(shown)
 
 
-async def result(request: web.Request) -> web.StreamResponse:
+async def results_csv(request: web.Request) -> web.StreamResponse:
+    """Every row the filters keep, sorted as asked, as CSV (offset and limit do not apply)."""
     try:
-        n = _result_n(request)
+        query = parse_query({k: v for k, v in request.query.items() if k not in ("offset", "limit")})
+    except ValueError as exc:
+        return _bad(str(exc))
+    index = request.app[INDEX_KEY]
+    text, _, _ = await _text_matches(index, query)
+    rows = select(index.rows, query, text)
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/csv; charset=utf-8", "Content-Disposition": 'attachment; filename="results.csv"'}
+    )
+    await response.prepare(request)
+    for chunk in csv_chunks(rows):
+        await response.write(chunk)
+    await response.write_eof()
+    return response
+
+
+async def _in_thread(work: Callable[[], Any]) -> web.Response:
+    """`work`'s answer as JSON, computed in a worker thread: reading a cassette (indexing it, the first time) must
+    not stall the results table. ValueError is a bad parameter (400), KeyError an unknown result (404)."""
+    try:
+        return _json(await asyncio.to_thread(work))
     except ValueError as exc:
         return _bad(str(exc))
     except KeyError as exc:
         return _bad(str(exc.args[0]), 404)
-    try:
-        # In a thread: reading a cassette (indexing it, the first time) must not stall the results table.
-        return _json(await asyncio.to_thread(detail, request.app[INDEX_KEY], n))
     except BenchError as exc:
         return _bad(str(exc), 500)
 
 
+async def result(request: web.Request) -> web.StreamResponse:
+    return await _in_thread(lambda: detail(request.app[INDEX_KEY], _result_n(request)))
+
+
 async def raw(request: web.Request) -> web.StreamResponse:
+    part = request.query.get("part") or "response"
+    if part not in ("request", "response"):
+        return _bad(f"part={part[:20]!r}: use request or response")
     try:
         n = _result_n(request)
-        body = await asyncio.to_thread(raw_stream, request.app[INDEX_KEY], n, request.query.get("id", ""))
+        body = await asyncio.to_thread(raw_bytes, request.app[INDEX_KEY], n, request.query.get("id", ""), part)
     except ValueError as exc:
         return _bad(str(exc))
     except KeyError as exc:
@@ -158,7 +206,7 @@ async def raw(request: web.Request) -> web.StreamResponse:
         return _bad(str(exc), 500)
     if body is None:
         return _bad(f"exchange {request.query.get('id', '')!r} is not one of this result's", 404)
-    # The bytes as recorded; shown as text so a click on "raw" reads them in the browser.
+    # The bytes as recorded; shown as text so a click on "raw" reads them in the browser (never as HTML).
     return web.Response(body=body, content_type="text/plain", charset="utf-8")
 
 
@@ -190,7 +238,113 @@ async def compare_view(request: web.Request) -> web.StreamResponse:
         return _bad(str(exc.args[0]), 404)
 
 
-def make_app(index: Index, token: str | None = None, hosts: frozenset[str] | None = None) -> web.Application:
+async def pair_view(request: web.Request) -> web.StreamResponse:
+    q = request.query
+    missing = [k for k in ("a_run", "a_model", "b_run", "b_model", "test") if k not in q]
+    if missing:
+        return _bad(f"missing {', '.join(missing)}: side by side names two sides (a run and a model each) and a test")
+    a, b = Side(q["a_run"], q["a_model"]), Side(q["b_run"], q["b_model"])
+    return await _in_thread(lambda: pair(request.app[INDEX_KEY], a, b, q["test"], _int(request, "epoch")))
+
+
+def _live(request: web.Request) -> Live:
+    live = request.app.get(LIVE_KEY)
+    if live is None:
+        raise KeyError("not following a folder: start bench view with --follow DIR")
+    return live
+
+
+async def live_flows(request: web.Request) -> web.StreamResponse:
+    """The flows read after `after` (the last 500), and the figures now: for scripts (the page uses the events)."""
+    try:
+        flows, stats = _live(request).after(_int(request, "after") if "after" in request.query else 0)
+    except ValueError as exc:
+        return _bad(str(exc))
+    except KeyError as exc:
+        return _bad(str(exc.args[0]), 404)
+    return _json({"flows": flows, "stats": stats})
+
+
+async def live_events(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: the flows after `after` (or the browser's Last-Event-ID when it reconnects), then new
+    ones as the folder is read, and the figures at least every STATS_S."""
+    try:
+        live = _live(request)
+        last = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
+        if not last.isdigit() or len(last) > MAX_DIGITS:
+            raise ValueError(f"after={last[:20]!r}: give a whole number of at most {MAX_DIGITS} digits")
+        after = int(last)
+    except ValueError as exc:
+        return _bad(str(exc))
+    except KeyError as exc:
+        return _bad(str(exc.args[0]), 404)
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    changed = request.app[CHANGED_KEY]
+    try:
+        while True:
+            flows, stats = live.after(after)
+            after = flows[-1].seq if flows else after
+            data = _encoder.encode({"flows": flows, "stats": stats})
+            await response.write(b"id: %d\nevent: flows\ndata: %s\n\n" % (after, data))
+            async with changed:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), STATS_S)
+    except ConnectionError:
+        return response  # the page went away
+
+
+async def flow(request: web.Request) -> web.StreamResponse:
+    """One live flow's exchange (`part=request|response`: its raw bytes)."""
+    q = request.query
+    part = q.get("part")
+    if part not in (None, "request", "response"):
+        return _bad(f"part={part[:20]!r}: use request or response")
+    try:
+        live = _live(request)
+        record = await asyncio.to_thread(live.record, q.get("cassette", ""), q.get("id", ""))
+    except KeyError as exc:
+        return _bad(str(exc.args[0]), 404)
+    except BenchError as exc:
+        return _bad(str(exc), 500)
+    if record is None:
+        return _bad(f"no exchange {q.get('id', '')[:80]!r} in a followed cassette {q.get('cassette', '')[:200]!r}", 404)
+    if part is not None:
+        body = record.request.body if part == "request" else b"".join(record.response.chunks)
+        return web.Response(body=body, content_type="text/plain", charset="utf-8")
+    return _json(await asyncio.to_thread(one_call, record, request.app[INDEX_KEY].prices))
+
+
+async def _follow(app: web.Application) -> AsyncIterator[None]:
+    """While the server runs: read the followed folder every POLL_S and wake the live pages when it grew."""
+    live = app.get(LIVE_KEY)
+    if live is None:
+        yield
+        return
+    changed = app[CHANGED_KEY]
+
+    async def follow() -> None:
+        while True:
+            try:
+                new = await asyncio.to_thread(live.poll)
+            except Exception:
+                app.logger.exception("bench view: error while reading the followed folder")
+                new = 0
+            if new:
+                async with changed:
+                    changed.notify_all()
+            await asyncio.sleep(POLL_S)
+
+    task = asyncio.create_task(follow())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def make_app(
+    index: Index, token: str | None = None, hosts: frozenset[str] | None = None, live: Live | None = None
+) -> web.Application:
     """`hosts`: the Host names answered (None: any, for a server bound beyond loopback, which needs a token)."""
     app = web.Application(middlewares=[_own_words, _host_gate, _token_gate])
     app[INDEX_KEY] = index
@@ -198,13 +352,22 @@ def make_app(index: Index, token: str | None = None, hosts: frozenset[str] | Non
         app[TOKEN_KEY] = token
     if hosts is not None:
         app[HOSTS_KEY] = hosts
+    if live is not None:
+        app[LIVE_KEY] = live
+        app[CHANGED_KEY] = asyncio.Condition()
+    app.cleanup_ctx.append(_follow)
     app.router.add_get("/", page_html)
     app.router.add_get("/static/{name}", static)
     app.router.add_get("/api/runs", runs)
     app.router.add_get("/api/results", results)
+    app.router.add_get("/api/results.csv", results_csv)
     app.router.add_get("/api/result", result)
     app.router.add_get("/api/raw", raw)
     app.router.add_get("/api/compare", compare_view)
+    app.router.add_get("/api/pair", pair_view)
+    app.router.add_get("/api/live", live_flows)
+    app.router.add_get("/api/live/events", live_events)
+    app.router.add_get("/api/flow", flow)
     app.router.add_get("/api/load", load_levels)
     app.router.add_get("/api/load_chart", load_chart)
     return app

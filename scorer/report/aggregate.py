@@ -16,6 +16,7 @@ import orjson
 from bench.scorer.caveats import MAX_TOKENS, NO_FINISH, REPLAYED, CaveatTally, result_flags
 from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.report.cost import Cost, CostTally, Prices
+from bench.scorer.report.failed_tests import FailedTally, FailedTests
 from bench.scorer.report.latency import Timing, TimingTally, distribution, task_seconds
 from bench.scorer.report.levels import Levels, LevelsTally
 from bench.scorer.report.load import Scores, Stream, paused_gc
@@ -223,6 +224,8 @@ class Report:
     tasks: list[TaskTime] = field(default_factory=list)
     calls: list[CallsRow] = field(default_factory=list)
     levels: Levels | None = None  # a `bench load` run's levels (docs/load.md)
+    failed_tests: FailedTests = field(default_factory=FailedTests)
+    view_url: str | None = None  # `--view-url`: the HTML report links each failed test into bench view there
 
 
 def build(scores: Scores | Stream, prices: Prices | None = None, slo: dict[str, float] | None = None) -> Report:
@@ -258,6 +261,7 @@ class ReportTally:
         self.cost = CostTally(prices) if prices is not None else None
         self.caveats = CaveatTally(meta or Meta())
         self.levels = LevelsTally(slo or {})
+        self.failed = FailedTally()
 
     def result(self, result: Result) -> None:
         self.levels.result(result)
@@ -267,6 +271,7 @@ class ReportTally:
             tally = self.models[model] = ModelTally()
         tally.add(result)
         self.caveats.add(result)
+        self.failed.add(result)
 
     def traffic_line(self, entry: TrafficLine) -> None:
         self.traffic.add(entry)
@@ -294,6 +299,7 @@ class ReportTally:
             tasks=[scans[m].tasks for m in models if scans[m].tasks.results],
             calls=[scans[m].calls for m in models if scans[m].calls.results],
             levels=self.levels.finish(),
+            failed_tests=self.failed.finish(),
         )
         report.warnings = self.caveats.lines() + warnings(report, {m: scans[m].fingerprints for m in models})
         if report.levels is not None:

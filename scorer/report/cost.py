@@ -110,7 +110,13 @@ def _add(row: CostRow, entry: TrafficLine, price: Price | None) -> None:
     if price is None:
         row.unpriced += 1
         return
-    row.cost += ((inp - cached) * price.input + cached * price.cached_input + out * price.output) / 1e6
+    row.cost += price_of(price, inp, cached, out)
+
+
+def price_of(price: Price, input_tokens: int, cached_input_tokens: int, output_tokens: int) -> float:
+    """What one request cost: input not served from the cache, cached input and output, each at its rate."""
+    cached = min(cached_input_tokens, input_tokens)
+    return ((input_tokens - cached) * price.input + cached * price.cached_input + output_tokens * price.output) / 1e6
 
 
 def cost(entries: Iterable[TrafficLine], prices: Prices) -> Cost:

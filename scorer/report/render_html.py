@@ -9,6 +9,7 @@ from html import escape
 from bench.scorer.report import svg
 from bench.scorer.report.aggregate import Report
 from bench.scorer.report.cells import Section
+from bench.scorer.report.failed_tests import view_base, view_link
 from bench.scorer.report.latency import CDF, Dist
 from bench.scorer.report.levels import LevelRow, Levels, x_value
 from bench.scorer.report.sections import sections
@@ -174,10 +175,39 @@ def traffic_charts(report: Report) -> list[str]:
     return out
 
 
+def failed_list(report: Report) -> str:
+    """Every failed test (up to failed_tests.MAX_LISTED), each linked to its page in bench view with --view-url."""
+    failed = report.failed_tests
+    if not failed.total:
+        return ""
+    base = view_base(report.view_url) if report.view_url else None
+    rows = []
+    for f in failed.listed:
+        test = escape(f.test)
+        if base is not None:
+            test = f"<a href='{escape(view_link(base, f), quote=True)}'>{test}</a>"
+        kind = f.failure_type or ("errored" if f.status == "errored" else "failed")
+        rows.append(
+            f"<tr><td>{escape(f.model)}</td><td>{test}</td><td class=n>{f.epoch}</td><td>{escape(kind)}</td>"
+            f"<td>{escape(f.run)}</td></tr>"
+        )
+    more = failed.total - len(failed.listed)
+    notes = f"<p class='note'>{more} more not listed.</p>" if more else ""
+    if base is None:
+        notes += (
+            "<p class='note'>Give bench report --view-url URL (the address bench view printed) to link each one.</p>"
+        )
+    head = "".join(f"<th scope='col'>{h}</th>" for h in ("model", "test", "epoch", "failure", "run"))
+    return (
+        f"<h2 id='failed-tests'>Failed tests ({failed.total})</h2><table class='failed'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>{notes}"
+    )
+
+
 def render(report: Report) -> str:
     warnings = "".join(f"<p class='warn'><strong>Warning:</strong> {escape(w)}</p>" for w in report.warnings)
     figures = "".join(charts(report))
-    tables = "".join(html_table(s) for s in sections(report))
+    tables = "".join(html_table(s) for s in sections(report)) + failed_list(report)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"

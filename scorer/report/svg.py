@@ -13,9 +13,29 @@ from html import escape
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 OTHER = "#999999"
 FONT = 12
-LABEL_W = 190  # room for category and model names left of the plot
+LABEL_W = 190  # room for category and model names left of the plot, at least
+MAX_LABEL_W = 520  # and at most (pages are 1100 px wide): a longer name is shortened in the middle (whole: tooltip)
+# Names left of a plot are set in a monospace font, so that the room they need is known here: 7.2 px a character at
+# 12 px in DejaVu Sans Mono and its kin (a proportional font's widths vary from 3 to 11 px with the letters).
+LABEL_FONT = "ui-monospace, 'DejaVu Sans Mono', monospace"
+CHAR_W = 7.3
 PLOT_W = 520
 RIGHT = 30
+
+
+def label_room(names: list[str]) -> int:
+    """The width left of the plot that the longest name needs, within LABEL_W..MAX_LABEL_W."""
+    longest = max((len(n) for n in names), default=0)
+    return int(min(MAX_LABEL_W, max(LABEL_W, longest * CHAR_W + 16)))
+
+
+def fit(name: str, room: float) -> str:
+    """The name, or its start and end around an ellipsis, in `room` pixels."""
+    chars = int((room - 16) / CHAR_W)
+    if len(name) <= chars:
+        return name
+    keep = max(chars - 1, 2)
+    return name[: (keep + 1) // 2] + "…" + name[len(name) - keep // 2 :]
 
 
 def colour(i: int) -> str:
@@ -55,6 +75,15 @@ class Chart:
 
     def text(self, x: float, y: float, s: str, *, anchor: str = "start", size: int = FONT, extra: str = "") -> None:
         self.add(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}"{extra}>{escape(s)}</text>')
+
+    def label(self, right: float, y: float, name: str, room: float) -> None:
+        """A name ending at `right`, shortened to fit `room` (the whole name as its tooltip when it is)."""
+        shown = fit(name, room)
+        tip = f"<title>{escape(name)}</title>" if shown != name else ""
+        self.add(
+            f'<text x="{right:.1f}" y="{y:.1f}" font-size="{FONT}" font-family="{LABEL_FONT}" text-anchor="end">'
+            f"{tip}{escape(shown)}</text>"
+        )
 
     def svg(self) -> str:
         head = (
@@ -119,18 +148,19 @@ def pass_rate_chart(
 ) -> str:
     """Grouped horizontal bars: per group (category), one bar per model at its pass rate, whiskers at its interval."""
     bar, gap = 14, 10
-    top = 30 + legend_height(models, LABEL_W + PLOT_W + RIGHT, LABEL_W)
+    left = label_room(groups)
+    top = 30 + legend_height(models, left + PLOT_W + RIGHT, left)
     group_h = bar * len(models) + gap
     height = top + group_h * len(groups) + 50
-    chart = Chart(ident, title, _pass_desc(groups, models, cells), LABEL_W + PLOT_W + RIGHT, height)
+    chart = Chart(ident, title, _pass_desc(groups, models, cells), left + PLOT_W + RIGHT, height)
     chart.text(10, 18, title, size=14, extra=' font-weight="bold"')
-    legend(chart, LABEL_W, 40, models, [colour(i) for i in range(len(models))])
+    legend(chart, left, 40, models, [colour(i) for i in range(len(models))])
     scale = PLOT_W / 100
     axis_y = top + group_h * len(groups)
-    x_axis(chart, LABEL_W, axis_y, [0, 20, 40, 60, 80, 100], scale, "pass rate (%), whiskers: 95% Wilson interval", top)
+    x_axis(chart, left, axis_y, [0, 20, 40, 60, 80, 100], scale, "pass rate (%), whiskers: 95% Wilson interval", top)
     for g, group in enumerate(groups):
         y0 = top + g * group_h + gap / 2
-        chart.text(LABEL_W - 8, y0 + bar * len(models) / 2 + 4, group, anchor="end")
+        chart.label(left - 8, y0 + bar * len(models) / 2 + 4, group, left)
         for m, model in enumerate(models):
             if (group, model) not in cells:
                 continue
@@ -139,10 +169,10 @@ def pass_rate_chart(
             w = max(rate * 100 * scale, 0.5)
             tip = escape(f"{model} · {group}: {100 * rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}]")
             chart.add(
-                f'<rect class="bar" x="{LABEL_W}" y="{y:.1f}" width="{w:.1f}" height="{bar - 2}" fill="{colour(m)}">'
+                f'<rect class="bar" x="{left}" y="{y:.1f}" width="{w:.1f}" height="{bar - 2}" fill="{colour(m)}">'
                 f"<title>{tip}</title></rect>"
             )
-            xl, xh, ym = LABEL_W + low * 100 * scale, LABEL_W + high * 100 * scale, y + (bar - 2) / 2
+            xl, xh, ym = left + low * 100 * scale, left + high * 100 * scale, y + (bar - 2) / 2
             chart.add(
                 f'<path class="whisker" d="M{xl:.1f},{ym:.1f}H{xh:.1f}M{xl:.1f},{ym - 4:.1f}v8'
                 f'M{xh:.1f},{ym - 4:.1f}v8" stroke="#222" stroke-width="1.2" fill="none"/>'
@@ -163,6 +193,7 @@ def _pass_desc(groups: list[str], models: list[str], cells: dict[tuple[str, str]
 def box_chart(ident: str, title: str, unit: str, rows: list[tuple[str, list[float]]]) -> str:
     """One horizontal box per model: whiskers p5..p95, box p25..p75, a line at the median."""
     rows = [(name, box) for name, box in rows if len(box) == 5]
+    left = label_room([name for name, _ in rows])
     bar = 22
     top = 30
     height = top + bar * len(rows) + 50
@@ -170,7 +201,7 @@ def box_chart(ident: str, title: str, unit: str, rows: list[tuple[str, list[floa
         ident,
         title,
         f"{title}. " + "; ".join(f"{n}: median {b[2]:.1f} {unit}, p5 {b[0]:.1f}, p95 {b[4]:.1f}" for n, b in rows),
-        LABEL_W + PLOT_W + RIGHT,
+        left + PLOT_W + RIGHT,
         height,
     )
     chart.text(10, 18, title, size=14, extra=' font-weight="bold"')
@@ -178,12 +209,12 @@ def box_chart(ident: str, title: str, unit: str, rows: list[tuple[str, list[floa
     ticks = nice_ticks(high)
     scale = PLOT_W / ticks[-1]
     axis_y = top + bar * len(rows)
-    x_axis(chart, LABEL_W, axis_y, ticks, scale, f"{unit} (box: p25-p75, line: median, whiskers: p5-p95)", top)
+    x_axis(chart, left, axis_y, ticks, scale, f"{unit} (box: p25-p75, line: median, whiskers: p5-p95)", top)
     for i, (name, (p5, p25, p50, p75, p95)) in enumerate(rows):
         y = top + i * bar + 3
         mid = y + (bar - 6) / 2
-        chart.text(LABEL_W - 8, mid + 4, name, anchor="end")
-        x = [LABEL_W + v * scale for v in (p5, p25, p50, p75, p95)]
+        chart.label(left - 8, mid + 4, name, left)
+        x = [left + v * scale for v in (p5, p25, p50, p75, p95)]
         chart.add(f'<path d="M{x[0]:.1f},{mid:.1f}H{x[1]:.1f}M{x[3]:.1f},{mid:.1f}H{x[4]:.1f}" stroke="#333"/>')
         chart.add(
             f'<rect class="box" x="{x[1]:.1f}" y="{y:.1f}" width="{max(x[3] - x[1], 1):.1f}" height="{bar - 6}" '
@@ -264,23 +295,24 @@ def stacked_chart(
     names = shown + (["other"] if len(kinds) > len(shown) else [])
     fills = [colour(i) for i in range(len(shown))] + ([OTHER] if len(names) > len(shown) else [])
     bar = 24
-    top = 30 + legend_height(names, LABEL_W + PLOT_W + RIGHT, LABEL_W)
+    left = label_room(models)
+    top = 30 + legend_height(names, left + PLOT_W + RIGHT, left)
     height = top + bar * len(models) + 50
     desc = "; ".join(
         f"{m}: " + ", ".join(f"{k} {n}" for k, n in counts.get(m, {}).items()) for m in models if counts.get(m)
     )
-    chart = Chart(ident, title, f"{title}. {desc or empty}", LABEL_W + PLOT_W + RIGHT, height)
+    chart = Chart(ident, title, f"{title}. {desc or empty}", left + PLOT_W + RIGHT, height)
     chart.text(10, 18, title, size=14, extra=' font-weight="bold"')
-    legend(chart, LABEL_W, 40, names, fills)
+    legend(chart, left, 40, names, fills)
     high = max((sum(counts.get(m, {}).values()) for m in models), default=0)
     ticks = nice_ticks(max(high, 1))
     scale = PLOT_W / ticks[-1]
     axis_y = top + bar * len(models)
-    x_axis(chart, LABEL_W, axis_y, ticks, scale, axis, top)
+    x_axis(chart, left, axis_y, ticks, scale, axis, top)
     for i, model in enumerate(models):
         y = top + i * bar + 3
-        chart.text(LABEL_W - 8, y + bar / 2, model, anchor="end")
-        x = float(LABEL_W)
+        chart.label(left - 8, y + bar / 2, model, left)
+        x = float(left)
         per_model = counts.get(model, {})
         for name, fill in zip(names, fills, strict=True):
             n = per_model.get(name, 0) if name != "other" else sum(v for k, v in per_model.items() if k not in shown)

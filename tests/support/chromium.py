@@ -41,7 +41,11 @@ for (const svg of document.querySelectorAll("svg.chart")) {
             points: [...svg.querySelectorAll("circle.point")].map((e) => {
               const r = e.getBoundingClientRect(); return [e.dataset.x, r.width > 0 && r.height > 0,
                 r.left >= box.left && r.right <= box.right && r.top >= box.top && r.bottom <= box.bottom]; }),
-            labels: svg.querySelectorAll("text").length});
+            labels: svg.querySelectorAll("text").length,
+            // Text the chart's own box cuts (drawn past its left or right edge): labels a reader cannot read.
+            cut: [...svg.querySelectorAll("text")].filter((e) => {
+              const r = e.getBoundingClientRect(); return r.left < box.left - 0.5 || r.right > box.right + 0.5; })
+              .map((e) => e.textContent)});
 }
 document.getElementById("measure").textContent = JSON.stringify(out);
 </script>"""

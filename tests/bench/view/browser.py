@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 
 from bench.view.index import Index
+from bench.view.live import Live
 from bench.view.web_app import make_app
 from tests.support.chromium import HEADLESS
 
@@ -22,10 +23,10 @@ CHROMIUM_FLAGS = (*HEADLESS, "--window-size=1400,1000")
 
 
 @contextmanager
-def serve(index: Index) -> Iterator[str]:
-    """Serve the index on a free loopback port in a thread of its own; yields the base URL."""
+def serve(index: Index, live: Live | None = None) -> Iterator[str]:
+    """Serve the index (and a followed folder) on a free loopback port in a thread of its own; yields the base URL."""
     loop = asyncio.new_event_loop()
-    runner = web.AppRunner(make_app(index))
+    runner = web.AppRunner(make_app(index, live=live), shutdown_timeout=1)
     ready = threading.Event()
     port: list[int] = []
 

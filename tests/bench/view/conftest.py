@@ -26,3 +26,14 @@ def smollm2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def smollm2_index(smollm2_dir: Path) -> Index:
     return open_index([smollm2_dir])
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    """`bench demo`'s run: an oracle, flawed models, multi-turn agent tasks (5 model calls in agent.fix_all)."""
+    from bench.cli import main
+
+    out = tmp_path_factory.mktemp("demo")
+    assert main(["demo", "--out", str(out), "--quiet"]) == 0
+    (scores,) = out.glob("*.scores.jsonl")
+    return open_index([scores])

@@ -1,28 +1,23 @@
-"""`bench view` in a real headless Chromium: the shipped SmolLM2 recording, failures, one result, a deep link, and
-the demo's oracle compared with a flawed model. Screenshots of each view go to pytest's tmp dir."""
+"""`bench view` in a real headless Chromium: the shipped SmolLM2 recording, failures, one result, a deep link, the
+demo's oracle compared with a flawed model, and the HTML report's failed tests opened from their links. Screenshots
+of each view go to pytest's tmp dir."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.view.index import Index, open_index
+from bench.cli import main
+from bench.core.parse import parse_exchange
+from bench.view.index import Index
 from tests.bench.view.browser import chromium, serve
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    from bench.cli import main
-
-    out = tmp_path_factory.mktemp("demo")
-    assert main(["demo", "--out", str(out), "--quiet"]) == 0
-    (scores,) = out.glob("*.scores.jsonl")
-    return open_index([scores])
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +70,7 @@ def test_failures_one_result_and_a_deep_link(browser: Any, smollm2_index: Index,
             drawn = timeline.find_elements("css selector", "line.ev.token")
             assert len(drawn) == scored.n_events > 0
             assert timeline.find_elements("css selector", "line.ttft")
-        turns = browser.find_elements("css selector", ".conversation .turn")
+        turns = browser.find_elements("css selector", ".transcript > .turn")
         assert [t.get_attribute("class").split()[-1] for t in turns[:2]] == ["system", "user"]
         assert "Checks" in browser.page_source and result.checks[0].evaluator in browser.page_source
         _shot(browser, tmp_path, "result")
@@ -113,7 +108,55 @@ def test_compare_oracle_with_a_flawed_model_shows_flips(browser: Any, demo_index
         assert len(flips) == expected
         assert pairs[: len(flips)] == flips  # flips first
         _shot(browser, tmp_path, "compare")
-        flips[0].find_element("css selector", "button").click()
-        _wait(browser, "#pair .side .timeline svg")
-        assert len(browser.find_elements("css selector", "#pair .side")) == 2
+        test = flips[0].find_elements("css selector", "td")[1].text
+        flips[0].find_element("css selector", "a[href*='#/pair?']").click()
+        _wait(browser, ".cols .side .timeline svg")
+        assert len(browser.find_elements("css selector", ".cols .side")) == 2
+        # One time scale for both sides: every timeline ends at the same time, the latest of either side.
+        ends = {e.text for e in browser.find_elements("css selector", ".side .tl-axis span:last-child")}
+        slowest = max(
+            e.e2el_us or 0
+            for r in demo_index.rows
+            if r.test == test and r.epoch == 0 and r.model in ("oracle", "flawed-no-call")
+            for e in demo_index.result(r.n).exchanges
+        )
+        (end,) = ends
+        assert float(end.removesuffix(" ms")) >= round(slowest / 1000, 1)
+        # The word diff: without its deletions it is b's final answer, without its insertions a's.
+        side = "const d = document.querySelector('.diff').cloneNode(true); d.querySelectorAll(arguments[0])"
+        side += ".forEach((e) => e.remove()); return d.textContent"
+        answers = {}
+        for r in demo_index.rows:
+            if r.test == test and r.epoch == 0 and r.model in ("oracle", "flawed-no-call"):
+                final = demo_index.result(r.n).exchanges[-1]
+                answers[r.model] = parse_exchange(demo_index.records(r.n)[final.id])
+        assert browser.execute_script(side, "del") == answers["flawed-no-call"].content  # it answered in prose
+        a_side = browser.execute_script(side, "ins")
+        assert all(c.name in a_side for c in answers["oracle"].tool_calls) and answers["oracle"].content in a_side
         _shot(browser, tmp_path, "compare-side-by-side")
+        # Side by side is a deep link: opened fresh, it shows the same pair.
+        deep = browser.current_url
+        assert "#/pair?" in deep and "test=" in deep
+        browser.get(base)
+        _wait(browser, "#runs")
+        browser.get(deep)
+        _wait(browser, ".cols .side .timeline svg")
+        assert {e.text for e in browser.find_elements("css selector", ".side .tl-axis span:last-child")} == ends
+
+
+def test_the_html_reports_failed_tests_open_in_the_view(
+    browser: Any, smollm2_dir: Path, smollm2_index: Index, tmp_path: Path
+) -> None:
+    with serve(smollm2_index) as base:
+        out = tmp_path / "report.html"
+        assert main(["report", str(smollm2_dir), "--out", str(out), "--view-url", base]) == 0
+        page = out.read_text()
+        failed = page[page.index("id='failed-tests'") :]
+        links = [(html.unescape(h), t) for h, t in re.findall(r"<a href='([^']*)'>([^<]*)</a>", failed)]
+        expected = sum(r.passed is False or r.status == "errored" for r in smollm2_index.rows)
+        assert len(links) == expected > 0
+        (link, test) = links[-1]
+        browser.get(link)
+        heading = _wait(browser, "h2")
+        _wait(browser, ".transcript .exchange")
+        assert heading.text.startswith(html.unescape(test) + " · ")

@@ -1,13 +1,16 @@
-"""Untagged traffic (exchanges no test or rule scored) browses like any result: listed, opened, its raw bytes."""
+"""Untagged traffic (exchanges no test or rule scored) browses like any result: listed, opened, its raw bytes, its
+tokens and, with a price table, its cost."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from bench.cli import main
 from bench.core.cassette import CassetteWriter
+from bench.scorer.report.cost import load_prices
 from bench.scorer.synth import exchange_record, sse_chunks
 from bench.view.index import UNTAGGED, open_index
 from bench.view.web_app import make_app
@@ -32,8 +35,9 @@ async def test_untagged_exchanges_are_listed_and_open(tmp_path: Path) -> None:
         assert response.status == 200, await response.text()
         body = await response.json()
         (exchange,) = body["exchanges"]
-        assert [t["role"] for t in exchange["conversation"]] == ["user", "assistant"]
-        assert exchange["conversation"][-1]["text"] == "Forty-two."
+        assert [t["role"] for t in exchange["messages"]] == ["user"]
+        assert exchange["answer"]["text"] == "Forty-two."
+        assert body["notes"][0].startswith("untagged traffic: no catalog test")
         assert exchange["timeline"]["token_events"] == len(sse_chunks("Forty-two.")) - 2  # not usage, not [DONE]
         raw = await client.get("/api/raw", params={**key, "id": "x1"})
         assert (await raw.text()).endswith("data: [DONE]\n\n")
@@ -60,4 +64,23 @@ async def test_an_agent_session_browses_as_one_result_with_its_exchanges_as_turn
         assert response.status == 200, await response.text()
         body = await response.json()
         assert [(e["id"], e["turn"]) for e in body["exchanges"]] == [("x0", 0), ("x1", 1)]
-        assert [e["conversation"][-1]["text"] for e in body["exchanges"]] == ["First answer.", "Second answer."]
+        assert [e["answer"]["text"] for e in body["exchanges"]] == ["First answer.", "Second answer."]
+        assert "untagged traffic" in body["notes"][0] and "an agent session of 2 exchanges" in body["notes"][0]
+
+
+async def test_each_model_call_has_its_tokens_and_with_prices_its_cost(tmp_path: Path) -> None:
+    text = "Paris is the capital of France."  # 31 characters: 8 pieces of 4 (output); the stream's usage says 10 in
+    with CassetteWriter(tmp_path / "priced.cassette") as writer:
+        request = {"model": "gw-model", "stream": True, "messages": [{"role": "user", "content": "capital?"}]}
+        writer.put(exchange_record(sse_chunks(text, model="gw-model"), id="x0", request=request))
+    assert main(["rescore", str(tmp_path)]) == 0
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("currency: EUR\nmodels:\n  'gw-*': {input: 3.0, cached_input: 1.0, output: 15.0}\n")
+    index = open_index([tmp_path])
+    index.prices = load_prices(prices)
+    async with TestClient(TestServer(make_app(index))) as client:
+        key = {"run": UNTAGGED, "model": "gw-model", "test": "priced.cassette#x0", "epoch": "0"}
+        body = await (await client.get("/api/result", params=key)).json()
+    (call,) = body["exchanges"]
+    assert call["tokens"] == {"input": 10, "cached_input": None, "output": 8, "output_source": "usage"}
+    assert call["cost"] == pytest.approx((10 * 3.0 + 8 * 15.0) / 1e6) and body["currency"] == "EUR"

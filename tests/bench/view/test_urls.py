@@ -11,7 +11,7 @@ import pytest
 
 from bench.cli import main
 from bench.core import storage
-from bench.view.detail import detail, raw_stream
+from bench.view.detail import detail, raw_bytes
 from bench.view.index import Index, open_index
 from tests.support.s3 import BUCKET
 
@@ -25,7 +25,7 @@ def _check_same_view(remote: Index, local: Index, url: str) -> None:
     got, want = detail(remote, row.n), detail(local, row.n)
     assert got == want and got.exchanges and not got.missing
     exchange = got.exchanges[-1].id
-    assert raw_stream(remote, row.n, exchange) == raw_stream(local, row.n, exchange)
+    assert raw_bytes(remote, row.n, exchange) == raw_bytes(local, row.n, exchange)
     (seek,) = remote._seek.values()
     assert str(seek.path) == url and seek.scans == 0 and seek.seeks >= 1  # ranged reads, not whole scans
 

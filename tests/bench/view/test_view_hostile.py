@@ -4,6 +4,7 @@ for runs without an id (traffic scored by rules)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from bench.cli import main
 from bench.cli.view_command import answered_hosts
 from bench.core.cassette import CassetteWriter
+from bench.core.cassette.redact import Redactor
 from bench.scorer.synth import exchange_record, sse_chunks
 from bench.view.index import Index, open_index
 from bench.view.web_app import host_name, make_app
@@ -80,3 +82,29 @@ async def test_compare_works_for_runs_without_an_id(tmp_path: Path) -> None:
         body = await resp.json()
     assert resp.status == 200, body
     assert (body["regressed"], len(body["pairs"])) == (1, 1)
+
+
+async def test_a_cassette_written_without_redaction_shows_no_secret(tmp_path: Path) -> None:
+    """A cassette from another writer (or one written before a rule existed) holds secrets in headers, the query and
+    the body: the request is shown with each of them redacted, by the rules the writer applies."""
+    secrets = ["sk-live-header-0123456789", "sk-live-apikey-0123456789", "sk-live-query-0123456789", "body-pass-0123"]
+    request = {"model": "m", "stream": True, "api_key": secrets[3], "messages": [{"role": "user", "content": "hi"}]}
+    record = exchange_record(sse_chunks("Hello"), id="x0", request=request)
+    record.request.headers += [["Authorization", f"Bearer {secrets[0]}"], ["X-Api-Key", secrets[1]]]
+    record.request.query = f"key={secrets[2]}&verbose=1"
+    no_rules = Redactor(headers=frozenset(), string_fields=frozenset(), query_params=frozenset())
+    with CassetteWriter(tmp_path / "foreign.cassette", redactor=no_rules) as writer:
+        writer.put(record)
+    assert main(["rescore", str(tmp_path)]) == 0
+    index = open_index([tmp_path])
+    (row,) = index.rows
+    async with TestClient(TestServer(make_app(index))) as client:
+        params = {"run": row.run, "model": row.model, "test": row.test, "epoch": "0"}
+        response = await client.get("/api/result", params=params)
+        text = await response.text()
+    assert response.status == 200, text
+    shown = json.loads(text)["exchanges"][0]["request"]
+    assert ["Authorization", "[REDACTED]"] in shown["headers"] and ["X-Api-Key", "[REDACTED]"] in shown["headers"]
+    assert shown["path"] == "/v1/chat/completions?key=[REDACTED]&verbose=1"
+    assert json.loads(shown["settings"])["api_key"] == "[REDACTED]"
+    assert not [s for s in secrets if s in text]

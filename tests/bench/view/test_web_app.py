@@ -69,7 +69,7 @@ async def test_bad_parameters_get_one_line_naming_them(client: TestClient, param
     assert body["error"].startswith(names) and "\n" not in body["error"]
 
 
-async def test_one_result_has_conversation_checks_and_the_recorded_events(
+async def test_one_result_has_its_messages_checks_and_the_recorded_events(
     client: TestClient, smollm2_index: Index
 ) -> None:
     row = next(r for r in smollm2_index.rows if r.suite == "agent" and r.passed is False)
@@ -84,8 +84,8 @@ async def test_one_result_has_conversation_checks_and_the_recorded_events(
         assert shown["timeline"]["ttft_us"] == scored.ttft_us
         times = [e["t_us"] for e in shown["timeline"]["events"]]
         assert times == sorted(times)
-        roles = [t["role"] for t in shown["conversation"]]
-        assert roles[0] == "system" and "user" in roles and roles[-1] == "assistant"
+        roles = [t["role"] for t in shown["messages"]]
+        assert roles[0] == "system" and "user" in roles and shown["answer"]["role"] == "assistant"
     raw = await client.get("/api/raw", params={**{k: str(v) for k, v in key.items()}, "id": result.exchanges[0].id})
     assert raw.status == 200
     text = await raw.text()
@@ -176,3 +176,15 @@ async def test_a_result_shows_its_task_time_decode_speed_and_calls_against_the_r
     page = await _get(client, "/api/results", sort="task_s", desc="1", limit=5)
     times = [r["task_s"] for r in page["rows"]]
     assert times == sorted(times, reverse=True) and times[0] is not None
+
+
+async def test_side_by_side_names_two_sides_and_a_test(client: TestClient, smollm2_index: Index) -> None:
+    row = next(r for r in smollm2_index.rows if r.passed is False)
+    sides = {"a_run": row.run, "a_model": row.model, "b_run": row.run, "b_model": row.model}
+    body = await _get(client, "/api/pair", **sides, test=row.test, epoch=row.epoch)
+    # A result against itself: no flip, and its answer is the same word for word.
+    assert body["flip"] is None and body["diff"] and {p["op"] for p in body["diff"]} == {"same"}
+    assert body["a"]["row"] == body["b"]["row"]
+    assert "test" in (await _get(client, "/api/pair", 400, **sides))["error"]
+    assert "no.such" in (await _get(client, "/api/pair", 404, **sides, test="no.such", epoch=0))["error"]
+    assert (await _get(client, "/api/pair", 400, **sides, test=row.test, epoch="x"))["error"].startswith("epoch=")

@@ -101,8 +101,12 @@ def test_bench_view_says_them_above_the_runs_and_flags_each_result(scores: Path)
     for line in SAID:
         assert any(w.startswith(line) for w in index.warnings), line
     flags: dict[tuple[str, int], Any] = {(r.run, r.epoch): r.flags for r in index.rows}
-    assert flags[("run-a", 0)] == ["max_tokens"] and flags[("run-a", 1)] == ["no_finish_reason"]
-    assert flags[("run-a", 2)] == [] and all(flags[("run-b", e)] == ["replayed timing"] for e in range(3))
+    # run-a was interrupted: each of its results says so too (bench view's own flag).
+    assert flags[("run-a", 0)] == ["max_tokens", "interrupted run"]
+    assert flags[("run-a", 1)] == ["no_finish_reason", "interrupted run"]
+    assert flags[("run-a", 2)] == ["interrupted run"] and all(
+        flags[("run-b", e)] == ["replayed timing"] for e in range(3)
+    )
 
 
 def test_the_rescore_summary_says_them_too(scores: Path) -> None:

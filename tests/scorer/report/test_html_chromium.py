@@ -74,3 +74,25 @@ def test_load_level_charts_are_drawn_in_a_browser(tmp_path: Path) -> None:
         assert chart["points"] and all(drawn and inside for _, drawn, inside in chart["points"]), chart
         assert {x for x, _, _ in chart["points"]} == {"1", "2", "4", "8"}, chart
     assert len(charts["chart-load-ttft"]["points"]) == 8  # p50 and p99 at four levels
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium package (/usr/bin/chromium) to render")
+def test_long_names_are_never_cut_by_the_chart(tmp_path: Path) -> None:
+    """Traffic groups, models and categories with long names (as "chat.completions · flawed-invalid-json · Python
+    aiohttp" was cut to "ed-invalid-json · Python aiohttp"): the label column grows to fit them, and past its
+    largest a name is shortened in the middle, the whole name its tooltip."""
+    huge = "a-model-name-" + "x" * 200 + "-end"
+    scores = write_scores(tmp_path / "scores.jsonl", meta(), synthetic(60, models=2, epochs=1))
+    traffic = [
+        _entry(i, "fp", model=model, client="Python/3.11 aiohttp/3.14.5", status=200 + 300 * (i % 2))
+        for i, model in enumerate(["flawed-invalid-json", "flawed-invalid-json", huge, huge])
+    ]
+    with scores.open("ab") as fh:
+        fh.writelines(dumps(t) for t in traffic)
+    page = render_html.render(aggregate.build(load(scores)))
+    charts = measured(page, tmp_path)
+    assert {"chart-traffic-status", "chart-traffic-e2el", "chart-pass", "chart-failures"} <= set(charts)
+    for chart in charts.values():
+        assert chart["cut"] == [], (chart["id"], chart["cut"])
+    assert ">chat.completions · flawed-invalid-json · Python/3.11 aiohttp/3.14.5</text>" in page  # whole, fits
+    assert f"<title>chat.completions · {huge} · Python/3.11 aiohttp/3.14.5</title>" in page  # shortened: tooltip
