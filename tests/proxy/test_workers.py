@@ -201,25 +201,41 @@ def served_by(folder: Path, prefix: str) -> list[int]:
     return counts
 
 
-async def test_each_worker_rotates_its_own_shard(upstream: Upstream, cassettes: Path) -> None:
-    args = ("--upstream", upstream.url, "--cassettes", str(cassettes), "--rotate-size", "2KB")
-    async with workers(*args) as proxy:
+async def test_each_worker_rotates_its_own_shard_and_uploads_each_closed_cassette(
+    upstream: Upstream, s3: Any, s3_server: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("s3fs")
+    from tests.bench.cli.test_proxy_command_storage import _env
+    from tests.support.s3 import BUCKET
+
+    spool, prefix = tmp_path / "spool", f"s3://{BUCKET}/workers"
+    args = ("--upstream", upstream.url, "--cassettes", prefix, "--spool", str(spool), "--rotate-size", "2KB")
+    async with workers(*args, env=_env(s3_server)) as proxy:
         bodies: list[bytes] = []
-        while len(bodies) < 200 and not all(rotated(cassettes, k) for k in (0, 1)):
+        # Until each worker has closed and uploaded two cassettes of its shard (200 requests at most).
+        while len(bodies) < 200 and not all(len(uploaded(s3, BUCKET, k)) >= 2 for k in (0, 1)):
             bodies.append(await chat(proxy.url, x_words=20, seed=len(bodies)))
         rc, out, err = await proxy.stop()
     assert rc == 0, err
-    names = sorted(p.name for p in cassettes.glob("*.cassette"))
+    assert not list(spool.glob("*/*.cassette")), "every local copy is removed once verified"
     for k in (0, 1):
-        mine = [n for n in names if f"-w{k}-" in n]
-        assert len(mine) >= 2 and mine[0].endswith(f"-w{k}-00000.cassette")  # rotated, numbered in order
-    assert f"[worker 0]: closed {cassettes}" in out and f"[worker 1]: closed {cassettes}" in out
-    by_worker = shards(cassettes)
-    assert sorted(b"".join(r.response.chunks) for rs in by_worker.values() for r in rs) == sorted(bodies)
+        names = uploaded(s3, BUCKET, k)
+        assert len(names) >= 3 and names[0].endswith(f"-w{k}-00000.cassette")  # rotated, numbered in order
+        for name in names:
+            local = tmp_path / Path(name).name
+            s3.get_file(name, str(local))
+    by_worker = shards(tmp_path)  # each closed cleanly
+    recorded = [b"".join(r.response.chunks) for rs in by_worker.values() for r in rs]
+    assert sorted(recorded) == sorted(bodies)
+    assert "[worker 0]: closed" in out and "[worker 1]: closed" in out and "testing" not in out + err
 
 
-def rotated(folder: Path, worker: int) -> bool:
-    return len(list(folder.glob(f"*-w{worker}-*.cassette"))) >= 3
+def uploaded(s3: Any, bucket: str, worker: int) -> list[str]:
+    """The cassettes of a worker's shard in the bucket so far, in name order."""
+    s3.invalidate_cache()
+    if not s3.exists(f"{bucket}/workers"):
+        return []
+    return sorted(n for n in s3.ls(f"{bucket}/workers") if f"-w{worker}-" in n)
 
 
 def test_bad_workers_flag_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
