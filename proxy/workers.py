@@ -8,7 +8,7 @@ waits. Each worker is a whole `bench proxy` (bench.proxy.standalone.serve) on it
 Why SO_REUSEPORT and not one socket shared by all: the kernel spreads connections over the group by a hash of their
 addresses, so a burst of 256 connections lands within a few percent of even (122-134 of 256 over two workers in five
 bursts), where workers accepting from one shared socket took 58-198 (asyncio accepts up to 100 connections per
-wake-up, so whichever worker wakes first takes most of a burst; benchmarks/proxy_throughput.py --spread).
+wake-up, so whichever worker wakes first takes most of a burst; docs/measurements/2026-12-03-workers.md).
 
 Stopping: SIGINT or SIGTERM to the supervisor is passed on to every worker, which stops as one process does (grace,
 then its cassette closed); a second one sends SIGUSR1, on which the workers cut what is in flight. A worker ignores
