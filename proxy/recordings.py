@@ -22,6 +22,7 @@ from bench.core.cassette.records import Exchange, Request, Response, encode
 from bench.core.cassette.seek import SeekIndex
 from bench.core.errors import BenchError, CassetteError
 from bench.core.fingerprint import canonical_body, canonical_query
+from bench.proxy.cursors import Cursors, LocalCursors, SharedCursors
 from bench.proxy.matching import MatchOptions
 
 STRICT = MatchOptions()
@@ -115,8 +116,13 @@ class ReplayIndex:
             body = request.body
             key = match.key(request.method, request.path, request.query, body, request.fp)
             self.by_fp[match_key(key, body)].append(item)
-        self._next: dict[str, int] = {}
+        # Where each key stands; `share()` makes them shared by the worker processes forked after it.
+        self.cursors: Cursors = LocalCursors()
         self.files = len({r.cassette for r in recorded})
+
+    def share(self) -> None:
+        """Keep the cursors where worker processes forked from now on all claim from (bench.proxy.cursors)."""
+        self.cursors = SharedCursors(self.by_fp)
 
     def key_for(self, method: str, path: str, query: str, body: bytes, fp: str) -> str:
         """The key a live request is looked up by, normalised as the recordings were (the match options)."""
@@ -153,19 +159,14 @@ class ReplayIndex:
         items = self.by_fp.get(key)
         if not items:
             return None
-        i = self._next.get(key, 0)
-        if i >= len(items):
-            if not wrap:
-                return None
-            i = 0
-        self._next[key] = i + 1
-        return items[i]
+        i = self.cursors.claim(key, len(items), wrap=wrap)
+        return None if i is None else items[i]
 
     def unused(self) -> list[Recorded]:
         """The recordings no request has taken yet, in recorded order."""
         left: list[Recorded] = []
         for key, items in self.by_fp.items():
-            left.extend(items[self._next.get(key, 0) :])
+            left.extend(items[self.cursors.position(key) :])
         return sorted(left, key=lambda r: r.started)
 
     def nearest(self, method: str, path: str, query: str, body: bytes) -> tuple[Recorded, list[str]] | None:

@@ -151,6 +151,7 @@ class Rotator:
             settings=header.settings,
             run=header.run,
             server=header.server,
+            shard=header.shard,
             redactor=old.redactor,
             on_failure=partial(writer_failed, path),
         )

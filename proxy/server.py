@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import socket
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,9 @@ from aiohttp import web
 from yarl import URL
 
 from bench.core.cassette import CassetteWriter, Redactor, new_cassette_path
-from bench.core.cassette.records import End, Header, RunMeta, ServerInfo, Settings
+from bench.core.cassette.records import End, Header, RunMeta, ServerInfo, Settings, Shard
 from bench.core.errors import BenchError
-from bench.core.serving import listen
+from bench.core.serving import listen, serve_on
 from bench.proxy import lag as loop_lag
 from bench.proxy import modes
 from bench.proxy.app import ClientLimits, Handler, serve_with
@@ -30,6 +32,17 @@ from bench.proxy.watchdog import IdleSweep
 
 # TCPConnector's default limit of 100 would queue streams inside the proxy beyond 100 concurrent ones (docs/proxy.md).
 UPSTREAM_CONNECTIONS = 4096
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One process of `bench proxy --workers N` (bench.proxy.workers): the listening socket it accepts on (its own, in
+    the port's SO_REUSEPORT group), its shard of the run (the cassette header's `shard`), and the recordings every
+    worker answers from, loaded once before the workers were forked, their cursors shared (replay, auto)."""
+
+    sock: socket.socket
+    shard: Shard
+    index: ReplayIndex | None = None
 
 
 def public_url(url: str) -> tuple[URL, str]:
@@ -63,7 +76,7 @@ class RunningProxy:
         upstream: Upstream | None,
         playback: Playback | None,
         runner: web.BaseRunner | None,
-        site: web.TCPSite | None,
+        site: web.BaseSite | None,
         cassette_path: Path | None,
     ) -> None:
         self.url = url
@@ -209,19 +222,24 @@ async def start_proxy(
     serve: bool = True,
     match: MatchOptions | None = None,
     miss_hint: str = MISS_HINT,
+    worker: Worker | None = None,
 ) -> RunningProxy:
     """Start a proxy. `cassette` writes exactly that file instead of a new one in `cassettes` (which replay then
     reads, a folder or one file); `replay_log=False` writes nothing in replay mode; `repeat=False` answers a replayed
     request asked more often than it was recorded as a miss; `serve=False` listens nowhere, for a caller that routes
     requests itself (`bench.proxy.app.serve_with`, as the pytest plugin does to keep one address across tests); `limits`
-    bound slow clients (default: nginx's); `miss_hint` ends a replay miss's message (how to fix it)."""
+    bound slow clients (default: nginx's); `miss_hint` ends a replay miss's message (how to fix it); `worker`: serve
+    as one of several processes (its socket, its shard, the shared recordings)."""
     chosen = modes.get(mode)
     pace_factor = parse_pace(pace)
     if upstream is None and chosen.forwards:
         raise BenchError(f"--mode {mode} forwards requests and needs --upstream URL (only replay works without one)")
     label = public_url(upstream)[1] if upstream is not None else None
     cassettes = Path(cassettes)
-    index = ReplayIndex.load(cassettes, match or MatchOptions()) if chosen.replays else None
+    index = None
+    if chosen.replays:
+        index = worker.index if worker is not None else None
+        index = index if index is not None else ReplayIndex.load(cassettes, match or MatchOptions())
     chosen.check(index, cassettes)
     redactor = _with_secrets(redactor or Redactor(), upstream_key, client_token)
     stats, flights, recording = ProxyStats(), Flights(), Recording()
@@ -238,8 +256,10 @@ async def start_proxy(
     if chosen.writes_cassette(replay_log):
         path = cassette or new_cassette_path(cassettes, prefix=chosen.cassette_prefix)
     settings = _settings(label, mode, pace, upstream_key, client_token, (request_timeout, idle_timeout), index)
-    address = (host, port) if serve else None
+    address: tuple[str, int] | socket.socket | None = (host, port) if serve else None
     header = Header(settings=settings, run=run or RunMeta(), server=msgspec.UNSET if server is None else server)
+    if worker is not None:
+        address, header.shard = worker.sock, worker.shard
     runner, site, url = await _open(handler, forwarder, address, path, header, redactor)
     return RunningProxy(
         url=url, handle=handler, upstream=forwarder, playback=playback, runner=runner, site=site, cassette_path=path
@@ -263,18 +283,22 @@ def _forwarder(
 async def _open(
     handler: Handler,
     forwarder: Upstream | None,
-    address: tuple[str, int] | None,
+    address: tuple[str, int] | socket.socket | None,
     path: Path | None,
     header: Header,
     redactor: Redactor,
-) -> tuple[web.BaseRunner | None, web.TCPSite | None, str]:
-    """Listen on `address` (None: nowhere) and open the cassette at `path` (None: none); what is open is closed again
-    if either fails."""
+) -> tuple[web.BaseRunner | None, web.BaseSite | None, str]:
+    """Listen on `address` (a host and port, a listening socket, or None: nowhere) and open the cassette at `path`
+    (None: none); what is open is closed again if either fails."""
     runner: web.BaseRunner | None = None
-    site, url = None, ""
+    site: web.BaseSite | None = None
+    url = ""
     try:
-        if address is not None:
-            runner, site, url = await listen(serve_with(handler, handler.limits, handler.stats), *address)
+        app = serve_with(handler, handler.limits, handler.stats)
+        if isinstance(address, socket.socket):
+            runner, site, url = await serve_on(app, address)
+        elif address is not None:
+            runner, site, url = await listen(app, *address)
         if path is not None:
             header.settings.listen = url
             handler.recording.sink = _sink(path, header, redactor, handler.stats)
@@ -341,6 +365,7 @@ def _sink(path: Path, header: Header, redactor: Redactor, stats: ProxyStats) -> 
         settings=header.settings,
         run=header.run,
         server=header.server,
+        shard=header.shard,
         redactor=redactor,
         on_failure=partial(writer_failed, path),
     )

@@ -9,6 +9,7 @@ import asyncio
 import gc
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from bench.proxy import modes
 from bench.proxy.app import ClientLimits
 from bench.proxy.matching import MatchOptions
 from bench.proxy.rotation import Rotator, rotation_first_path
-from bench.proxy.server import RunningProxy, public_url, start_proxy
+from bench.proxy.server import RunningProxy, Worker, public_url, start_proxy
+
+WHO = "bench proxy"
 
 
 @dataclass(frozen=True)
@@ -45,14 +48,43 @@ class ServiceOptions:
     grace: float = 10.0
     rotate_size: int | None = None
     rotate_every: float | None = None
+    workers: int = 1  # processes serving the port, each recording its own shard (bench.proxy.workers)
 
     @property
     def rotating(self) -> bool:
         return self.rotate_size is not None or self.rotate_every is not None
 
 
-def run(options: ServiceOptions) -> int:
-    """Serve until stopped; the exit status: 1 if an exchange was forwarded but not recorded, or an upload failed."""
+@dataclass(frozen=True)
+class Seat:
+    """How one worker process of `bench proxy --workers N` serves (bench.proxy.workers): its socket, shard and the
+    shared recordings (`worker`), its first cassette (None: it records nothing), the label its lines begin with, and
+    who to tell its URL once it serves (the supervisor, which announces the proxy once every worker does)."""
+
+    worker: Worker
+    cassette: Path | None
+    who: str
+    serving: Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Served:
+    """What one proxy process did, for its exit status (and a supervisor's summary)."""
+
+    exchanges: int = 0
+    errors: int = 0
+    lost: int = 0  # forwarded but not recorded
+    upload_failures: int = 0
+    bad_requests: int = 0
+    slow_clients: int = 0
+
+    @property
+    def status(self) -> int:
+        return 1 if self.lost or self.upload_failures else 0
+
+
+def prepare(options: ServiceOptions) -> None:
+    """Before serving, with `--cassettes URL`: upload what a killed proxy closed but left, fetch what replay needs."""
     chosen = modes.get(options.mode)
     if options.remote is not None:
         if chosen.records:
@@ -62,44 +94,54 @@ def run(options: ServiceOptions) -> int:
         if chosen.replays:
             # Replay needs the recordings at hand: fetched into the spool (written locally, like any cassette).
             fetch_all(options.remote, options.cassettes)
-    return 1 if asyncio.run(_serve(options)) else 0
 
 
-async def _serve(options: ServiceOptions) -> int:
-    """Serve until stopped; nonzero if an exchange was forwarded but not recorded, or an upload failed."""
-    proxy = await _start(options)
+def run(options: ServiceOptions) -> int:
+    """Serve until stopped; the exit status: 1 if an exchange was forwarded but not recorded, or an upload failed."""
+    prepare(options)
+    return asyncio.run(serve(options)).status
+
+
+async def serve(options: ServiceOptions, seat: Seat | None = None) -> Served:
+    """Serve until stopped (SIGINT or SIGTERM; a second one, or for a worker SIGUSR1, cuts what is in flight)."""
+    proxy = await _start(options, seat)
     # What is loaded by now lives as long as the process: frozen, it is out of the collector's sight, and a full
     # collection scans only what the exchanges allocated instead of ~36k startup objects as well (a ~20-30 ms stall
     # of the forwarding loop each time, measured under the 256-stream benchmark).
     gc.freeze()
-    stop = _stop_on_signals(proxy)
-    uploads = Uploads(options.remote)
+    who = seat.who if seat is not None else WHO
+    stop = _stop_on_signals(proxy, who, worker=seat is not None)
+    uploads = Uploads(options.remote, who)
     rotator = None
     if options.rotating and proxy.cassette_path is not None:
         rotator = Rotator(proxy, size=options.rotate_size, every=options.rotate_every, on_closed=uploads.closed)
         rotator.start()
-    _say_started(proxy, options)
+    if seat is None:
+        _say_started(proxy, options)
+    else:
+        seat.serving(proxy.url)
     try:
         await stop.wait()
         if proxy.in_flight:
-            say(f"stopping; {proxy.in_flight} exchange(s) in flight get up to {options.grace:g} s", err=True)
+            say(f"stopping; {proxy.in_flight} exchange(s) in flight get up to {options.grace:g} s", err=True, who=who)
     finally:
         if rotator is not None:
             await rotator.stop()
         await proxy.close(interrupted=True, grace=options.grace)
-    _say_stopped(proxy)
+    _say_stopped(proxy, who)
     if proxy.cassette_path is not None and proxy.cassette_path.exists():
         # The local copy is removed only once the object is verified; a failed upload leaves it for a later try.
         await uploads.last(proxy.cassette_path)
-    return proxy.stats.lost or (1 if uploads.failures else 0)
+    s = proxy.stats
+    return Served(s.exchanges, s.errors, s.lost, uploads.failures, s.bad_requests, s.slow_clients)
 
 
-async def _start(options: ServiceOptions) -> RunningProxy:
-    first = None
+async def _start(options: ServiceOptions, seat: Seat | None) -> RunningProxy:
+    first = seat.cassette if seat is not None else None
     chosen = modes.get(options.mode)
     if options.rotating and chosen.records:
         # Numbered from the first: the names of a rotating series sort in recording order.
-        first = rotation_first_path(new_cassette_path(options.cassettes, prefix=chosen.cassette_prefix))
+        first = rotation_first_path(first or new_cassette_path(options.cassettes, prefix=chosen.cassette_prefix))
     return await start_proxy(
         upstream=options.upstream,
         cassettes=options.cassettes,
@@ -115,22 +157,31 @@ async def _start(options: ServiceOptions) -> RunningProxy:
         limits=options.limits,
         match=options.match,
         cassette=first,
+        worker=seat.worker if seat is not None else None,
     )
 
 
-def _stop_on_signals(proxy: RunningProxy) -> asyncio.Event:
-    """An event set by SIGINT or SIGTERM; a second one also ends the shutdown's grace at once."""
+def _stop_on_signals(proxy: RunningProxy, who: str, *, worker: bool) -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM; a second one also ends the shutdown's grace at once. A worker stops on the
+    first and ignores the others (a Ctrl-C reaches every process of the terminal's group, and a service manager may
+    signal each process as well as the supervisor): only its supervisor's SIGUSR1 cuts what is in flight."""
     stop = asyncio.Event()
 
     def on_signal(signame: str) -> None:
-        if stop.is_set():
-            say(f"{signame} again: cutting in-flight exchanges now", err=True)
+        if stop.is_set() and not worker:
+            say(f"{signame} again: cutting in-flight exchanges now", err=True, who=who)
             proxy.hurry()
+        stop.set()
+
+    def on_hurry() -> None:
+        proxy.hurry()
         stop.set()
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig.name)
+    if worker:
+        loop.add_signal_handler(signal.SIGUSR1, on_hurry)
     return stop
 
 
@@ -138,25 +189,26 @@ class Uploads:
     """Each closed cassette to `remote` (None: kept where it is, said so), verified; `failures` counts those that
     failed (their local copy stays, for a later try)."""
 
-    def __init__(self, remote: str | None) -> None:
+    def __init__(self, remote: str | None, who: str = WHO) -> None:
         self.remote = remote
+        self.who = who
         self.failures = 0
 
     async def closed(self, path: Path) -> None:
         """A rotation closed `path`."""
         if self.remote is None:
-            say(f"closed {path}")
+            say(f"closed {path}", who=self.who)
             return
         url = await self._upload(path)
         if url is not None:
-            say(f"closed {path}, uploaded {url} (size and sha256 verified)")
+            say(f"closed {path}, uploaded {url} (size and sha256 verified)", who=self.who)
 
     async def last(self, path: Path) -> None:
         """The proxy closed its last cassette, `path`."""
         if self.remote is not None:
             url = await self._upload(path)
             if url is not None:
-                say(f"uploaded {url} (size and sha256 verified), removed the local copy")
+                say(f"uploaded {url} (size and sha256 verified), removed the local copy", who=self.who)
 
     async def _upload(self, path: Path) -> str | None:
         assert self.remote is not None
@@ -164,7 +216,7 @@ class Uploads:
             return await asyncio.to_thread(upload, path, self.remote)
         except BenchError as exc:
             self.failures += 1
-            say(f"error: {exc}", err=True)
+            say(f"error: {exc}", err=True, who=self.who)
             return None
 
 
@@ -180,18 +232,18 @@ def _say_started(proxy: RunningProxy, options: ServiceOptions) -> None:
         say("passthrough, recording nothing")
 
 
-def _say_stopped(proxy: RunningProxy) -> None:
+def _say_stopped(proxy: RunningProxy, who: str) -> None:
     s = proxy.stats
     where = f" to {proxy.cassette_path}" if proxy.cassette_path else ""
     refused = ""
     if s.bad_requests or s.slow_clients:
         refused = f", {s.bad_requests} bad request(s) refused, {s.slow_clients} slow connection(s) closed"
-    say(f"stopped; {s.exchanges} exchange(s) recorded{where}, {s.errors} upstream error(s){refused}")
+    say(f"stopped; {s.exchanges} exchange(s) recorded{where}, {s.errors} upstream error(s){refused}", who=who)
     if s.lost:
         why = proxy.recording_failure or "the cassette writer failed"
-        say(f"error: {s.lost} exchange(s) forwarded but NOT recorded ({why})", err=True)
+        say(f"error: {s.lost} exchange(s) forwarded but NOT recorded ({why})", err=True, who=who)
 
 
-def say(line: str, *, err: bool = False) -> None:
+def say(line: str, *, err: bool = False, who: str = WHO) -> None:
     """One status line, at once (a supervisor reading the pipe sees it as it happens)."""
-    print(f"bench proxy: {line}", file=sys.stderr if err else sys.stdout, flush=True)
+    print(f"{who}: {line}", file=sys.stderr if err else sys.stdout, flush=True)

@@ -71,6 +71,9 @@ class Turn:
     system_fingerprint: str | None = None
     usage: dict[str, Any] | None = None
     timing: TurnTiming = field(default_factory=TurnTiming)
+    # The cassette holding it, as results name cassettes: a run recorded by several workers is read as one, and one
+    # conversation's exchanges can be in several of its shards (where ids repeat).
+    cassette: str = ""
 
 
 # Calls that change files: a failure of the last one means the model's edit never landed.

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.catalog.model import Catalog
+from bench.core import storage
 from bench.core.errors import BenchError
 from bench.scorer.unit_scoring import Options, Unit, UnitOutput, score_unit
 
@@ -112,8 +113,9 @@ def workers_of(client: Any) -> int:
 
 
 def unit_name(unit: Unit) -> str:
-    path, shard, shards = unit
-    return str(path) if shards == 1 else f"{path} (shard {shard + 1} of {shards})"
+    path, shard, shards, more = unit
+    run = f" and {len(more)} more cassette(s) of its run" if more else ""
+    return f"{path}{run}" if shards == 1 else f"{path}{run} (shard {shard + 1} of {shards})"
 
 
 def score_remote(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
@@ -194,4 +196,8 @@ def _one_line(exc: BaseException | None) -> str:
 
 def resolve_local(units: Sequence[Unit]) -> list[Unit]:
     """Local paths made absolute: a worker's working directory need not be the coordinator's."""
-    return [Unit(p.resolve() if isinstance(p, Path) else p, s, n) for p, s, n in units]
+
+    def local(p: storage.Location) -> storage.Location:
+        return p.resolve() if isinstance(p, Path) else p
+
+    return [Unit(local(p), s, n, tuple(local(m) for m in more)) for p, s, n, more in units]

@@ -111,7 +111,7 @@ def rescore(
             new_meta = make_meta(catalog, opts, outputs, Counter())
             flips = FlipJoin(old_meta, new_meta, old) if in_order else FlipMap(old_meta, new_meta, old)
         body, tally, superseded = tmp / "results.jsonl", Tally(), Counter[str]()
-        created = {o.cassette.path: o.cassette.created or "" for o in outputs if o.cassette is not None}
+        created = {c.path: c.created or "" for o in outputs for c in o.cassettes}
         with open(body, "wb") as fh:
             decoded = ((_decoded(line), line) for _key, _unit, _seq, line in results.merged())
             for result, line in keep_latest(decoded, itemgetter(0), created, superseded):
@@ -139,7 +139,11 @@ def _spill_units(outputs: Iterator[tuple[int, UnitOutput]], results: Spill, traf
     done: dict[int, UnitOutput] = {}
     for i, output in outputs:
         results.add(i, ((sort_key(r), dumps(r)) for r in output.results))
-        traffic.add(i, ((traffic_key(t), dumps(t)) for t in output.traffic))
+        # A run's shards' lines in start order together, as one cassette's are (sessions are linked in that order).
+        order = output.order
+        traffic.add(
+            i, ((traffic_key(t) if order is None else (order, *traffic_key(t)[1:]), dumps(t)) for t in output.traffic)
+        )
         output.results, output.traffic = [], []
         done[i] = output
     return [done[i] for i in sorted(done)]
@@ -247,7 +251,7 @@ def check_error_warnings(errors: Counter[str]) -> list[str]:
 def make_meta(catalog: Catalog, opts: Options, outputs: Sequence[UnitOutput], superseded: Counter[str]) -> Meta:
     """The meta line: `outputs` in unit order (results may already be dropped from them), `superseded` as keep_latest
     counted them."""
-    cassettes = [o.cassette for o in outputs if o.cassette is not None]
+    cassettes = [c for o in outputs for c in o.cassettes]
     warnings = [w for o in outputs for w in o.warnings]
     for run, n in sorted(superseded.items()):
         warnings.append(

@@ -39,6 +39,9 @@ class ExchangeScore(msgspec.Struct, gc=False):
     loop_lag_us: int | None = None  # the recording proxy's longest event-loop stall during the exchange
     started_us: int | None = None  # wall clock at the request, microseconds since the epoch
     end_us: int | None = None  # the whole response read, microseconds after started_us
+    # The cassette holding the exchange when it is not the result's (another shard of a run recorded by several
+    # workers); absent otherwise.
+    cassette: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class CheckScore(msgspec.Struct, gc=False):

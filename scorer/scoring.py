@@ -10,6 +10,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from bench.catalog.model import TestSpec
 from bench.core.parsed import ParsedExchange
 from bench.scorer.checks import get_evaluator, run_check
@@ -39,8 +41,9 @@ def short_name(value: str | None) -> str | None:
     return value if value is None or len(value) <= MAX_ANSWER_NAME else value[: MAX_ANSWER_NAME - 1] + "…"
 
 
-def slim(p: ParsedExchange) -> Turn:
-    """Keep what scoring and the scores file need; drop the events and raw bytes."""
+def slim(p: ParsedExchange, cassette: str = "") -> Turn:
+    """Keep what scoring and the scores file need; drop the events and raw bytes. `cassette`: where it is, as results
+    name cassettes."""
     calls = tuple(
         Call(
             c.index, c.id and short_name(c.id), short_name(c.name) or "", c.arguments, c.parsed_arguments, c.valid_json
@@ -75,6 +78,7 @@ def slim(p: ParsedExchange) -> Turn:
             started_us=p.timing.started_us,
             end_us=p.timing.end_us,
         ),
+        cassette=cassette,
     )
 
 
@@ -97,14 +101,17 @@ def final_attempts(exchanges: Sequence[Turn]) -> list[Turn]:
     """The last attempt of each turn, in turn order."""
     last: dict[int, Turn] = {}
     for t in exchanges:
-        if t.turn not in last or (t.attempt, t.id) >= (last[t.turn].attempt, last[t.turn].id):
+        held = last.get(t.turn)
+        if held is None or (t.attempt, t.cassette, t.id) >= (held.attempt, held.cassette, held.id):
             last[t.turn] = t
     return [last[k] for k in sorted(last)]
 
 
-def exchange_entry(t: Turn, final: bool) -> ExchangeScore:
+def exchange_entry(t: Turn, final: bool, cassette: str = "") -> ExchangeScore:
+    """An exchange of a result whose cassette is `cassette` (the exchange's own is named when it is another)."""
     timing = t.timing
     return ExchangeScore(
+        cassette=t.cassette if t.cassette and t.cassette != cassette else msgspec.UNSET,
         id=t.id,
         turn=t.turn,
         attempt=t.attempt,
@@ -144,10 +151,10 @@ def check_entry(test: TestSpec, index: int, score: Score | None) -> CheckScore:
 def conversation_result(exchanges: Sequence[Turn], **identity: Any) -> Result:
     """A result with what its exchanges say (served identity, findings, attempts); the caller's `identity` fields
     (run, test, model…) and the verdict are set on it."""
-    ordered = sorted(exchanges, key=lambda t: (t.turn, t.attempt, t.id))
-    finals = {t.id for t in final_attempts(ordered)}
+    ordered = sorted(exchanges, key=lambda t: (t.turn, t.attempt, t.cassette, t.id))
+    finals = {(t.cassette, t.id) for t in final_attempts(ordered)}
     last = ordered[-1] if ordered else None
-    findings = sorted({f for t in ordered if t.id in finals for f in t.findings})
+    findings = sorted({f for t in ordered if (t.cassette, t.id) in finals for f in t.findings})
     return Result(
         endpoint=last.endpoint if last else None,
         served_model=last.model if last else None,
@@ -155,7 +162,7 @@ def conversation_result(exchanges: Sequence[Turn], **identity: Any) -> Result:
         findings=findings,
         attempts=len(ordered),
         retries=len(ordered) - len(finals),
-        exchanges=[exchange_entry(t, t.id in finals) for t in ordered],
+        exchanges=[exchange_entry(t, (t.cassette, t.id) in finals, identity.get("cassette", "")) for t in ordered],
         **identity,
     )
 

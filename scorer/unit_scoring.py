@@ -1,4 +1,5 @@
-"""One unit of a rescore: a cassette, or one shard of a large one, streamed record by record into scored results.
+"""One unit of a rescore: a cassette (or the cassettes of a run recorded by several workers, read as one in start
+order: bench.core.cassette.runs), or one shard of a large one, streamed record by record into scored results.
 
 A unit keeps only the results whose key hashes to its shard, parsed at once and slimmed (bench.scorer.context.Turn),
 so raw chunks never accumulate. Everything it needs comes in its arguments (the catalog and the options), so the same
@@ -12,7 +13,7 @@ import gc
 import os
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,6 +24,7 @@ from bench.catalog.model import Catalog, TestSpec
 from bench.core import storage
 from bench.core.cassette import CassetteReader
 from bench.core.cassette.records import Exchange, ServerInfo
+from bench.core.cassette.runs import in_start_order
 from bench.core.endpoints import endpoint_of
 from bench.core.errors import CassetteError
 from bench.core.parse import parse_exchange
@@ -42,11 +44,17 @@ MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
 
 
 class Unit(NamedTuple):
-    """A cassette (a path or an object-storage URL) and which of its `shards` shards to score."""
+    """A cassette (a path or an object-storage URL) and which of its `shards` shards to score; `more`: the other
+    cassettes of its run (a run recorded by several workers), read with it as one."""
 
     location: storage.Location
     shard: int = 0
     shards: int = 1
+    more: tuple[storage.Location, ...] = ()
+
+    @property
+    def files(self) -> tuple[storage.Location, ...]:
+        return (self.location, *self.more)
 
     def mine(self, key: object) -> bool:
         """Whether a result of this key is scored by this shard."""
@@ -70,7 +78,7 @@ class Options:
 
 @dataclass
 class UnitOutput:
-    cassette: CassetteInfo | None
+    cassettes: list[CassetteInfo]  # each cassette read (none when none could be)
     results: list[Result]
     warnings: list[str]
     unknown: Counter[str]
@@ -78,6 +86,9 @@ class UnitOutput:
     traffic: list[TrafficLine] = field(default_factory=list)
     # Why checks could not be evaluated (each error verdict's detail), and how often: said in the meta's warnings.
     check_errors: Counter[str] = field(default_factory=Counter)
+    # The cassette name a run's traffic lines are ordered under when the unit reads several (its shards); None: each
+    # line's own.
+    order: str | None = None
 
 
 @dataclass
@@ -164,28 +175,32 @@ TICK = 64
 
 
 def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
-    """Every result of one unit, scored, with its cassette's header, traffic lines and warnings."""
-    out = UnitOutput(None, [], [], Counter(), Counter())
-    try:
-        reader = CassetteReader(unit.location)
-    except CassetteError as exc:
-        if unit.shard == 0:
-            out.warnings.append(f"{exc} (skipped)")
+    """Every result of one unit, scored, with its cassettes' headers, traffic lines and warnings."""
+    out = UnitOutput([], [], [], Counter(), Counter())
+    readers: list[CassetteReader] = []
+    for location in unit.files:
+        try:
+            readers.append(CassetteReader(location))
+        except CassetteError as exc:
+            if unit.shard == 0:
+                out.warnings.append(f"{exc} (skipped)")
+    if not readers:
         return out
-    scorer = _UnitScorer(unit, catalog, options, reader, out)
+    scorer = _UnitScorer(unit, catalog, options, readers, out)
+    if len(readers) > 1:
+        out.order = scorer.names[0]
     # Parsing allocates ~1k short-lived acyclic objects per exchange; the cyclic GC rescanning them costs ~10%.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     counted = tick if unit.shard == 0 else None  # every shard reads the whole cassette: the first one counts it
     seen = 0
     try:
-        for record in reader:
+        for i, record in in_start_order([_read(r) for r in readers]):
+            scorer.reading(i)
             scorer.see(record)
             seen += 1
             if counted is not None and seen % TICK == 0:
                 counted(TICK)
-    except CassetteError as exc:
-        reader.truncated, reader.error = True, str(exc)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -194,26 +209,45 @@ def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
         if scorer.cache is not None:
             scorer.cache.flush()
     if unit.shard == 0:
-        scorer.describe(reader)
+        scorer.describe()
     scorer.score_groups()
     return out
+
+
+def _read(reader: CassetteReader) -> Iterator[Exchange]:
+    """A cassette's records; damage that ends its reading ends this cassette only (a run's others read on)."""
+    try:
+        yield from reader
+    except CassetteError as exc:
+        reader.truncated, reader.error = True, str(exc)
 
 
 class _UnitScorer:
     """The state of one unit while its cassette streams by: the conversations being gathered, and the counts its
     warnings report."""
 
-    def __init__(self, unit: Unit, catalog: Catalog, options: Options, reader: CassetteReader, out: UnitOutput) -> None:
-        header = reader.header
+    def __init__(
+        self, unit: Unit, catalog: Catalog, options: Options, readers: list[CassetteReader], out: UnitOutput
+    ) -> None:
+        # A run's shards share their header but for `shard`: the first one's says what the run is.
+        header = readers[0].header
         self.unit, self.catalog, self.opts, self.header, self.out = unit, catalog, options, header, out
-        self.digest = reader.digest  # the checked payload's digest of the exchange being seen: the cache's key
+        self.readers = readers
+        self.names = [relative_name(r.path, options.base) for r in readers]
+        self.replays = [0] * len(readers)
         self.cache = parse_cache.for_process(options.parse_cache)
-        self.rel = relative_name(unit.location, options.base)
+        self.reading(0)
         self.run = header.run.id or None
         self.hashes = dict(header.run.tests) if header.run.tests is not None else None
         self.claimer = Claimer(catalog, options.rules, str(self.run or ""))
         self.groups: dict[Key, Group] = {}
-        self.untagged = self.claimed = self.replayed = 0
+        self.untagged = self.claimed = 0
+
+    def reading(self, i: int) -> None:
+        """The records seen next are the `i`th cassette's."""
+        self.now = i
+        self.rel = self.names[i]
+        self.digest = self.readers[i].digest  # the checked payload's digest of the exchange being seen: the cache's key
 
     def parse_once(
         self, record: Exchange, max_tokens: int | None = None, deadline_us: int | None = None
@@ -233,7 +267,7 @@ class _UnitScorer:
             return None
 
     def see(self, record: Exchange) -> None:
-        self.replayed += record.replay_of is not None
+        self.replays[self.now] += record.replay_of is not None
         tags = record.tags
         test_id = tags.get("test")
         model = str(tags.get("model") or _body_model(record))
@@ -251,7 +285,7 @@ class _UnitScorer:
         if parsed is None:
             return
         self.out.traffic.append(traffic_entry(record, parsed, self.rel, model))
-        self.groups.setdefault(key, Group()).add(slim(parsed), parsed)
+        self.groups.setdefault(key, Group()).add(slim(parsed, self.rel), parsed)
 
     def _claimed(self, record: Exchange, model: str, tagged: bool) -> bool:
         """Untagged exchanges (and, with rules, tagged ones too): every one is some client's request, reported as
@@ -285,31 +319,37 @@ class _UnitScorer:
             group = self.groups.get(claim.key)
             if group is None:
                 group = self.groups[claim.key] = Group(spec=claim.spec, recorded=claim.spec.hash)
-            group.add(slim(parsed), parsed)
+            group.add(slim(parsed, self.rel), parsed)
 
-    def describe(self, reader: CassetteReader) -> None:
-        """The cassette's line of the scores file's meta, and the warnings about it (said once, by shard 0)."""
+    def describe(self) -> None:
+        """The cassettes' lines of the scores file's meta, and the warnings about them (said once, by shard 0)."""
         warnings, path = self.out.warnings, self.unit.location
-        if reader.problem is not None:
-            warnings.append(f"{reader.problem}; scored what was read")
+        for reader in self.readers:
+            if reader.problem is not None:
+                warnings.append(f"{reader.problem}; scored what was read")
         if self.hashes is None:
             warnings.append(f"{path}: no per-test hashes recorded (header run.tests); staleness not checked")
         if self.untagged:
+            also = f" (and the {len(self.readers) - 1} other shard(s) of its run)" if len(self.readers) > 1 else ""
             warnings.append(
-                f"{path}: {self.untagged} exchange(s) without an X-Bench-Test tag: reported as traffic; "
+                f"{path}{also}: {self.untagged} exchange(s) without an X-Bench-Test tag: reported as traffic; "
                 f"{self.claimed} scored (recognised as catalog tests or selected by a rule), the others not scored"
             )
-        self.out.cassette = CassetteInfo(
-            path=self.rel,
-            run=self.run,
-            created=self.header.created or None,
-            truncated=reader.truncated,
-            interrupted=reader.end is not None and reader.end.interrupted is True,
-            replayed=self.replayed,
-            settings=self.header.settings,
-            run_meta=self.header.run,
-            server=self.header.server if isinstance(self.header.server, ServerInfo) else None,
-        )
+        for reader, name, replayed in zip(self.readers, self.names, self.replays, strict=True):
+            header = reader.header
+            self.out.cassettes.append(
+                CassetteInfo(
+                    path=name,
+                    run=self.run,
+                    created=header.created or None,
+                    truncated=reader.truncated,
+                    interrupted=reader.end is not None and reader.end.interrupted is True,
+                    replayed=replayed,
+                    settings=header.settings,
+                    run_meta=header.run,
+                    server=header.server if isinstance(header.server, ServerInfo) else None,
+                )
+            )
 
     def score_groups(self) -> None:
         while self.groups:
@@ -321,7 +361,9 @@ class _UnitScorer:
                 recorded = group.recorded
             else:
                 recorded = self.hashes.get(key[2]) if self.hashes is not None else None
-            result = build_result(key, group, test, recorded, self.rel)
+            # Named by its first exchange's cassette (where a run's shards hold its exchanges, each names its own).
+            first = min(group.turns, key=lambda t: (t.turn, t.attempt, t.cassette, t.id))
+            result = build_result(key, group, test, recorded, first.cassette)
             if result.status == "unknown":
                 self.out.unknown[key[2]] += 1
             elif result.status == "stale":

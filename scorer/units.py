@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.catalog.model import Catalog
 from bench.core import storage
+from bench.core.cassette.runs import group_runs
 from bench.scorer import progress, unit_scoring
 from bench.scorer.unit_scoring import Options, Unit, UnitOutput, score_unit
 from bench.workspace import sandbox
@@ -30,14 +31,17 @@ AHEAD_PER_WORKER = 2
 
 
 def plan_units(files: Sequence[storage.Location], jobs: int) -> list[Unit]:
-    """(cassette, shard, shards): large cassettes are split when there are too few to keep every job busy."""
+    """(cassette, shard, shards, the run's other cassettes): a run recorded by several workers is one unit (its
+    conversations can span its shards: bench.core.cassette.runs); large ones are split when there are too few to keep
+    every job busy."""
+    runs = group_runs(files)
     shards_each = 1
-    if jobs > 1 and len(files) < 2 * jobs:
+    if jobs > 1 and len(runs) < 2 * jobs:
         shards_each = jobs
     units: list[Unit] = []
-    for path in files:
-        n = shards_each if storage.size(path) >= SHARD_MIN_BYTES else 1
-        units.extend(Unit(path, i, n) for i in range(n))
+    for run in runs:
+        n = shards_each if sum(storage.size(path) for path in run.files) >= SHARD_MIN_BYTES else 1
+        units.extend(Unit(run.first, i, n, run.files[1:]) for i in range(n))
     return units
 
 
@@ -59,7 +63,7 @@ def run_units(
             else:
                 outputs = _in_pool(units, catalog, options, min(jobs, len(units)), shown)
         for i, output in outputs:
-            if shown is not None and (output.cassette is not None or output.warnings):
+            if shown is not None and (output.cassettes or output.warnings):
                 shown.unit_done()  # the unit that opens a cassette (its first shard) reports it read or unreadable
             yield i, output
     finally:

@@ -56,6 +56,13 @@ def _where(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pace", default="realtime", help="replay pace: realtime (default), instant, or xN (x2 = twice as fast)"
     )
+    p.add_argument(
+        "--workers",
+        default="1",
+        metavar="N",
+        help="processes serving the port, each recording its own shard of one run (default: 1; auto: one per core); "
+        'more than one is for load past one core\'s (docs/proxy.md, "Workers")',
+    )
 
 
 def _keys(p: argparse.ArgumentParser) -> None:
@@ -164,14 +171,24 @@ def _env(flag: str, name: str | None) -> str | None:
     return value
 
 
+def _workers(text: str) -> int:
+    if text.strip().lower() == "auto":
+        from bench.proxy.workers import cores
+
+        return cores()
+    if not text.strip().isdigit() or not 1 <= int(text) <= 1024:
+        raise BenchError(f"--workers {text}: give a number of processes from 1 to 1024, or auto (one per core)")
+    return int(text)
+
+
 def run(args: argparse.Namespace) -> int:
     # Imported here: `bench --help` registers every command and must not load the proxy (or aiohttp).
     from bench.core.cassette import Redactor
+    from bench.proxy import standalone, workers
     from bench.proxy.app import ClientLimits
     from bench.proxy.matching import match_options
     from bench.proxy.rotation import parse_duration, parse_size
     from bench.proxy.standalone import ServiceOptions
-    from bench.proxy.standalone import run as serve
 
     upstream_key = _env("--upstream-key-env", args.upstream_key_env)
     client_token = _env("--token-env", args.token_env)
@@ -207,5 +224,6 @@ def run(args: argparse.Namespace) -> int:
         grace=args.grace,
         rotate_size=rotate_size,
         rotate_every=rotate_every,
+        workers=_workers(args.workers),
     )
-    return serve(options)
+    return (workers.run if options.workers > 1 else standalone.run)(options)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-NO_RUN = "(no run id)"  # a bare proxy's or the pytest plugin's cassette: listed one per file
+NO_RUN = "(no run id)"  # a bare proxy's or the pytest plugin's cassette: listed one per file (one per run of workers)
 
 
 def register(subparsers: Any) -> None:
@@ -77,13 +77,20 @@ def _add(line: RunLine, path: Path) -> None:
 
 def runs(paths: list[Path]) -> list[RunLine]:
     from bench.core.cassette import CassetteReader, find_cassettes
+    from bench.core.cassette.records import Shard
 
     lines: dict[str, RunLine] = {}
     for path in find_cassettes(paths):
-        run = CassetteReader(path).header.run.id
-        key = run or f"{NO_RUN} {path}"
-        line = lines.setdefault(key, RunLine(run=run or f"{NO_RUN} {Path(str(path)).name}"))
-        _add(line, Path(str(path)))
+        header = CassetteReader(path).header
+        run, shard = header.run.id, header.shard
+        if run:
+            key = label = run
+        elif isinstance(shard, Shard):  # a run recorded by `bench proxy --workers N`: its shards are one line
+            key = f"{NO_RUN} {Path(str(path)).parent / shard.run}"
+            label = f"{NO_RUN} {shard.run} ({shard.count} workers)"
+        else:
+            key, label = f"{NO_RUN} {path}", f"{NO_RUN} {Path(str(path)).name}"
+        _add(lines.setdefault(key, RunLine(run=label)), Path(str(path)))
     return sorted(lines.values(), key=lambda r: (r.started, r.run))
 
 

@@ -66,3 +66,14 @@ async def listen(app: web.Application | web.Server, host: str, port: int) -> tup
         raise BenchError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port or --host") from None
     bound = runner.addresses[0]
     return runner, site, f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
+
+
+async def serve_on(app: web.Server, sock: socket.socket) -> tuple[web.BaseRunner, web.SockSite, str]:
+    """Serve `app` on a socket already listening (one worker's of several sharing a port); returns the runner, the
+    site and the base URL."""
+    runner = web.ServerRunner(app, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.SockSite(runner, sock)
+    await site.start()
+    host, port = sock.getsockname()[:2]
+    return runner, site, f"http://{host if ':' not in host else f'[{host}]'}:{port}"

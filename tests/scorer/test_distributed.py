@@ -122,7 +122,7 @@ def test_a_worker_that_dies_is_replaced_and_its_unit_rerun(client: Any, catalog:
     got = dist.run_units(client, units, catalog, _options(runs), fn=die_once)
     assert (runs / "b.died").exists()
     assert [o.results for o in got] == [o.results for o in expected]
-    assert [o.cassette for o in got] == [o.cassette for o in expected]
+    assert [o.cassettes for o in got] == [o.cassettes for o in expected]
 
 
 def unit_name_only(unit: dist.Unit, catalog: Catalog, options: Options) -> str:

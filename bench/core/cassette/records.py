@@ -130,6 +130,15 @@ class ServerInfo(msgspec.Struct, omit_defaults=True, gc=False):
     models: list[ServedModel] = msgspec.field(default_factory=list)
 
 
+class Shard(msgspec.Struct, gc=False):
+    """`header.shard`: one worker's part of a run recorded by `bench proxy --workers N` (each worker records into its
+    own cassettes). Readers treat every cassette naming the same `run` as one run, its exchanges in start order."""
+
+    run: Name = ""  # the run's name, the same in each of its shards (its cassettes' names begin with it)
+    index: Count = 0  # the worker, 0 to count - 1
+    count: Count = 1  # workers that recorded the run
+
+
 class Header(msgspec.Struct, tag_field="kind", tag=HEADER, gc=False):
     """The first record: what wrote the cassette, when, how the proxy was set up and for which run."""
 
@@ -143,6 +152,8 @@ class Header(msgspec.Struct, tag_field="kind", tag=HEADER, gc=False):
     run: RunMeta = msgspec.field(default_factory=RunMeta)
     # Written by `bench record` (and absent, UNSET, from cassettes written before it or by a bare proxy).
     server: ServerInfo | msgspec.UnsetType = msgspec.UNSET
+    # Written by `bench proxy --workers N` (N > 1) only; absent (UNSET), a cassette is a run of its own.
+    shard: Shard | msgspec.UnsetType = msgspec.UNSET
 
 
 class End(msgspec.Struct, tag_field="kind", tag=END, gc=False):

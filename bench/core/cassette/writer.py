@@ -41,6 +41,7 @@ from bench.core.cassette.records import (
     RunMeta,
     ServerInfo,
     Settings,
+    Shard,
     encode,
     encode_exchange,
     encode_part,
@@ -114,6 +115,7 @@ class CassetteWriter:
         settings: Settings | None = None,
         run: RunMeta | None = None,
         server: ServerInfo | msgspec.UnsetType = msgspec.UNSET,
+        shard: Shard | msgspec.UnsetType = msgspec.UNSET,
         redactor: Redactor | None = None,
         level: int = 3,
         max_queue_bytes: int = 64 << 20,
@@ -150,6 +152,7 @@ class CassetteWriter:
                 settings=settings or Settings(),
                 run=run or RunMeta(),
                 server=server,
+                shard=shard,
             )
         )
         first = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(header)

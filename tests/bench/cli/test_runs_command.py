@@ -49,3 +49,23 @@ def test_runs_lists_runs_not_files(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "models: oracle  epochs: 1  results: 1" in by_run[second]
     assert any(line.startswith("(no run id) rec-") and "exchanges: 0" in line for line in lines)
     assert main(["runs", str(tmp_path / "none-here")]) == 1  # a missing folder: one line, exit 1
+
+
+def test_a_run_of_workers_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.core.cassette import CassetteWriter
+    from bench.core.cassette.records import Shard
+    from tests.support.records import exchange
+
+    for k, n in ((0, 2), (1, 3)):
+        w = CassetteWriter(tmp_path / f"rec-1-w{k}.cassette", shard=Shard(run="rec-1", index=k, count=2))
+        for i in range(n):
+            w.put(exchange(id=f"x{i}"))
+        w.close()
+    w = CassetteWriter(tmp_path / "rec-2.cassette")  # a one-process proxy's: a line of its own
+    w.close()
+    assert main(["runs", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2, lines
+    workers = next(line for line in lines if line.startswith("(no run id) rec-1 (2 workers)"))
+    assert "exchanges: 5" in workers and workers.endswith("cassettes: 2")
+    assert any(line.startswith("(no run id) rec-2.cassette") for line in lines)
