@@ -30,6 +30,7 @@ from bench.core.errors import CassetteError
 from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange
 from bench.scorer import parse_cache
+from bench.scorer.checks import check_deadlines
 from bench.scorer.context import Turn
 from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.recognise import Recogniser
@@ -210,7 +211,8 @@ def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
             scorer.cache.flush()
     if unit.shard == 0:
         scorer.describe()
-    scorer.score_groups()
+    with check_deadlines():  # the deadlines' signal handler installed once for the unit's checks
+        scorer.score_groups()
     return out
 
 

@@ -3,10 +3,12 @@ why; its result is errored (`evaluator_error`), and the rescore finishes, counts
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -45,14 +47,42 @@ def test_an_evaluator_that_raises_gives_its_check_an_error_verdict_naming_why() 
     assert broken.detail == "evaluator _test_raises failed: KeyError: 'missing'"
 
 
+@pytest.mark.parametrize("scoped", [False, True], ids=["alone", "in-a-unit-scope"])
 def test_a_check_that_runs_past_its_deadline_is_stopped_with_an_error_verdict(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, scoped: bool
 ) -> None:
-    # A catalog regex that backtracks exponentially on this answer: minutes of CPU without the deadline.
+    # A catalog regex that backtracks exponentially on this answer: minutes of CPU without the deadline. In a unit's
+    # scope (check_deadlines) the handler is installed once and each check only arms the timer.
     monkeypatch.setattr(checks, "CHECK_DEADLINE_S", 0.3)
-    test = spec([Check("regex", {"pattern": "^(a+)+$"})])
-    score = run_check(EvalContext(test, [turn("a" * 40 + "!")]), 0, test.checks[0])
+    test = spec([Check("regex", {"pattern": "^(a+)+$"}), Check("equals", {"value": "a"})])
+    ctx = EvalContext(test, [turn("a" * 40 + "!")])
+    with checks.check_deadlines() if scoped else contextlib.nullcontext():
+        score = run_check(ctx, 0, test.checks[0])
+        after = run_check(ctx, 1, test.checks[1])
     assert (score.status, score.detail) == ("error", "evaluator regex ran past 0.3 s and was stopped")
+    assert after.status != "error"  # the timer was disarmed: the next check runs its course
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_the_deadlines_leave_the_alarm_handler_and_timer_as_they_found_them(nested: bool) -> None:
+    def mine(_signum: int, _frame: object) -> None:
+        raise AssertionError("no alarm is due")
+
+    previous = signal.signal(signal.SIGALRM, mine)
+    try:
+        with checks.check_deadlines():
+            assert signal.getsignal(signal.SIGALRM) is not mine
+            with checks.check_deadlines() if nested else contextlib.nullcontext():
+                test = spec([Check("equals", {"value": "a"})])
+                assert run_check(EvalContext(test, [turn("a")]), 0, test.checks[0]).score == 1.0
+                assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+            assert signal.getsignal(signal.SIGALRM) is not mine
+        assert signal.getsignal(signal.SIGALRM) is mine
+        test = spec([Check("equals", {"value": "a"})])
+        assert run_check(EvalContext(test, [turn("a")]), 0, test.checks[0]).score == 1.0
+        assert signal.getsignal(signal.SIGALRM) is mine and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _rescore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, list[dict[str, object]]]:
