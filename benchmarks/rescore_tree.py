@@ -4,7 +4,8 @@ Loads TREE/benchmarks/rescore_speed.py (which puts TREE first on sys.path, so ev
 tree, today's main before the namespace move, or 750db77 before format v2), builds its cassettes once in WORK (each
 tree writes its own format), and prints the CPU seconds of this process for each step as one JSON line:
 - read: decompress + unpack (+ checks) of every record; parse: read + bench's parse of every exchange;
-- first: `rescore --jobs 1` (a tree with a parse cache: into an empty one, so writing it is counted);
+- first: `rescore --jobs 1` as that tree's `bench rescore` runs it, a scores file written (a tree with a parse cache:
+  into an empty one, so writing it is counted);
 - nocache: the same without a cache (trees with one); second: again with one check changed (the regex), reading
   the parses the first left (the loop the cache is for);
 - chat / responses: untagged Chat Completions / Responses API traffic rescored with one job (trees that have it),
@@ -34,6 +35,19 @@ def load(tree: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def old_layout_rescore(rs: ModuleType, source: Path, catalog: Any, out: Path, traffic: bool) -> None:
+    """What `bench rescore` does in a tree before the namespace move: a scores file written, as in today's tree (the
+    in-memory pipeline alone skips the encoding and writing, ~12% of a rescore, and flattered those trees)."""
+    # By name: this tree's code imports no top-level `scorer` (tests/test_layers.py); the older trees' code is that.
+    try:
+        merge = importlib.import_module("scorer.merge")  # today's main before the move
+    except ImportError:  # 750db77: the pipeline's results, then the file written whole
+        meta, results = rs.rescore([source], catalog=catalog, jobs=1, **({"traffic": []} if traffic else {}))
+        importlib.import_module("scorer.scores_io").write_scores(out, meta, results)
+        return
+    merge.rescore_to_file([source], out, catalog=catalog, jobs=1)
 
 
 def cpu(fn: Callable[[], Any]) -> float:
@@ -71,7 +85,7 @@ def main() -> None:
         if hasattr(rs, "rescore_to_temp"):
             rs.rescore_to_temp(source, cat, 1, **({"parse_cache": str(folder)} if cached and cache else {}))
         else:
-            rs.rescore([source], catalog=cat, jobs=1, **({"traffic": []} if apis else {}))
+            old_layout_rescore(rs, source, cat, work / "scores.jsonl", traffic=bool(apis))
 
     out: dict[str, float] = {
         "read": cpu(lambda: sum(1 for _ in rs.CassetteReader(path))),
