@@ -327,23 +327,25 @@ class ParseCache:
     def _connect(self) -> sqlite3.Connection | None:
         if self._db is not None:
             return self._db
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            db = sqlite3.connect(self.folder / FILE, timeout=BUSY_MS / 1000, isolation_level=None)
-            db.isolation_level = "DEFERRED"  # `with db:` is one transaction
-            db.text_factory = bytes  # a value changed into text is read as bytes (and fails its check), not decoded
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")  # a cache: a power cut may lose the last entries, never corrupt
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS parses (key BLOB PRIMARY KEY, parser INTEGER, value BLOB, check_ INTEGER,"
-                " used INTEGER)"
-            )
-            db.execute("CREATE INDEX IF NOT EXISTS parses_used ON parses (parser, used)")
-        except (OSError, sqlite3.Error) as exc:
-            self._disable(exc)
-            return None
-        self._db = db
-        return db
+        # Workers that open a new cache together race for its set-up, and switching a new file to WAL does not wait
+        # for the busy timeout ("database is locked" at once, 9 times in 60 for two processes): the set-up is
+        # idempotent, so it is tried again until BUSY_MS has passed.
+        deadline = time.monotonic() + BUSY_MS / 1000
+        while True:
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+                db = _open(self.folder / FILE)
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    continue
+                self._disable(exc)
+                return None
+            except (OSError, sqlite3.Error) as exc:
+                self._disable(exc)
+                return None
+            self._db = db
+            return db
 
     def _disable(self, exc: Exception) -> None:
         if not self._off:
@@ -358,6 +360,25 @@ class ParseCache:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
             self._db = None
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """The cache file, in WAL mode, with its table (created if new); closed again if any step fails."""
+    db = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)
+    try:
+        db.isolation_level = "DEFERRED"  # `with db:` is one transaction
+        db.text_factory = bytes  # a value changed into text is read as bytes (and fails its check), not decoded
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # a cache: a power cut may lose the last entries, never corrupt
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS parses (key BLOB PRIMARY KEY, parser INTEGER, value BLOB, check_ INTEGER,"
+            " used INTEGER)"
+        )
+        db.execute("CREATE INDEX IF NOT EXISTS parses_used ON parses (parser, used)")
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def clear(folder: str | Path) -> int:

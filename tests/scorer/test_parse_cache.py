@@ -6,6 +6,7 @@ concurrent rescores, Dask and cassettes on S3 share it; `bench cache clear` remo
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import os
 import sqlite3
 import subprocess
@@ -397,3 +398,26 @@ def test_cassettes_on_s3(tmp_path: Path, catalog: Catalog, s3: Any, sample: Path
         assert (tmp_path / name).read_bytes() == ref.read_bytes()
     assert stats(folder).hits == n_sample
     parse_cache._OPEN.pop((os.getpid(), str(folder)))
+
+
+def _open_together(folder: str, barrier: Any, results: Any) -> None:
+    cache = parse_cache.ParseCache(folder)
+    barrier.wait()
+    results.put(cache._connect() is not None)
+
+
+def test_processes_that_open_a_new_cache_together_all_use_it(tmp_path: Path) -> None:
+    """Dask workers open a new cache at once: switching a new file to WAL does not wait for the busy timeout, and the
+    worker that lost the race used to work without the cache (half the entries never written)."""
+    ctx = multiprocessing.get_context("fork")
+    opened = []
+    for trial in range(30):
+        barrier, results = ctx.Barrier(2), ctx.Queue()
+        folder = str(tmp_path / f"new{trial}")
+        procs = [ctx.Process(target=_open_together, args=(folder, barrier, results)) for _ in range(2)]
+        for proc in procs:
+            proc.start()
+        for proc in procs:
+            proc.join(30)
+        opened += [results.get(timeout=30) for _ in procs]
+    assert opened == [True] * 60
