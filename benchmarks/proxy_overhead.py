@@ -251,10 +251,15 @@ def start(
     raise SystemExit(f"could not start {' '.join(args)}")
 
 
-def bench_proxy(src: Path, upstream: str, mode: str, cassettes: Path, probe: Path | None = None) -> list[str]:
+def bench_proxy(
+    src: Path, upstream: str, mode: str, cassettes: Path, probe: Path | None = None, workers: int = 0
+) -> list[str]:
     """The command line of `bench proxy` run from the source tree `src` (this one, or a baseline to compare with);
-    with `probe`, benchmarks/proxy_probe.py times its loop's stalls and writes its summary there."""
+    with `probe`, benchmarks/proxy_probe.py times its loop's stalls and writes its summary there; with `workers`,
+    `--workers N` (their CPU is the supervisor's children's, counted with it)."""
     argv = ["bench", "proxy", "--port", "0", "--upstream", upstream, "--cassettes", str(cassettes), "--mode", mode]
+    if workers:
+        argv += ["--workers", str(workers)]
     code = f"import sys; sys.path.insert(0, {str(src)!r}); sys.argv = {argv!r}; "
     if probe is not None:
         here = str(Path(__file__).resolve().parent)
@@ -655,6 +660,13 @@ def main() -> int:
         "given more than once",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also measure this tree's record mode with `--workers N` (issue 34: its ITL tail and CPU per chunk)",
+    )
+    parser.add_argument(
         "--record-only",
         action="store_true",
         help="measure only record mode from the --baseline trees (shorter A/B runs of record-path changes)",
@@ -774,6 +786,13 @@ def run(
                     target = Target(f"bench {mode}{suffix}", url, proc, cassettes if mode == "record" else None)
                     target.probe = probe
                     targets.append(target)
+            if args.workers:
+                cassettes = Path(tmp) / f"workers{len(targets)}"
+                proc, url = start(
+                    bench_proxy(ROOT, upstream, "record", cassettes, workers=args.workers), env, proxy_cpus
+                )
+                procs.append(proc)
+                targets.append(Target(f"bench record ({args.workers} workers)", url, proc, cassettes))
             overflows0 = listen_overflows()
             started = time.monotonic()
             check: dict[int, bytes] = {}
