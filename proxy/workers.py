@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import errno
 import gc
 import multiprocessing
 import os
@@ -39,7 +38,7 @@ from bench.core.cassette import new_cassette_path
 from bench.core.cassette.format import SUFFIX
 from bench.core.cassette.records import Shard
 from bench.core.errors import BenchError
-from bench.core.serving import LISTEN_BACKLOG, check_port
+from bench.core.serving import LISTEN_BACKLOG, address_of, cannot_listen
 from bench.proxy import modes
 from bench.proxy.matching import MatchOptions
 from bench.proxy.recordings import ReplayIndex
@@ -57,15 +56,7 @@ def cores() -> int:
 def worker_sockets(host: str, port: int, n: int) -> list[socket.socket]:
     """`n` sockets listening on host:port in one SO_REUSEPORT group (port 0: the first picks a free port); a port in
     use or a host this machine does not have is one line naming it and the fix."""
-    check_port(port)
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except (socket.gaierror, UnicodeError):
-        raise BenchError(
-            f"--host {host}: not an address of this machine; give an IP address or a name it has"
-        ) from None
+    family, kind, proto, address = address_of(host, port)
     socks: list[socket.socket] = []
     try:
         for _ in range(n):
@@ -79,10 +70,7 @@ def worker_sockets(host: str, port: int, n: int) -> list[socket.socket]:
     except OSError as exc:
         for sock in socks:
             sock.close()
-        why = "already in use by another program" if exc.errno == errno.EADDRINUSE else exc.strerror
-        raise BenchError(
-            f"cannot listen on {host}:{port}: {why}; choose another --port (0: any free one) or --host"
-        ) from None
+        raise cannot_listen(host, port, exc) from None
     return socks
 
 

@@ -21,9 +21,12 @@ def check_port(port: int) -> None:
         raise BenchError(f"--port {port}: give a port from 1 to 65535, or 0 for any free one")
 
 
-def reserve(host: str, port: int) -> socket.socket:
-    """A socket listening on host:port now, before any slow work (`bench view` loads its results after): a port out
-    of range, in use or not allowed, or a host this machine does not have, is one line naming it and the fix."""
+Address = tuple[socket.AddressFamily, socket.SocketKind, int, tuple[object, ...]]
+
+
+def address_of(host: str, port: int) -> Address:
+    """Family, type, protocol and address to listen on host:port; a port out of range or a host this machine does
+    not have is one line naming it and the fix."""
     check_port(port)
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -33,6 +36,18 @@ def reserve(host: str, port: int) -> socket.socket:
         raise BenchError(
             f"--host {host}: not an address of this machine; give an IP address or a name it has"
         ) from None
+    return family, kind, proto, tuple(address)
+
+
+def cannot_listen(host: str, port: int, exc: OSError) -> BenchError:
+    why = "already in use by another program" if exc.errno == errno.EADDRINUSE else exc.strerror
+    return BenchError(f"cannot listen on {host}:{port}: {why}; choose another --port (0: any free one) or --host")
+
+
+def reserve(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port now, before any slow work (`bench view` loads its results after): a port out
+    of range, in use or not allowed, or a host this machine does not have, is one line naming it and the fix."""
+    family, kind, proto, address = address_of(host, port)
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -40,10 +55,7 @@ def reserve(host: str, port: int) -> socket.socket:
         sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
-        why = "already in use by another program" if exc.errno == errno.EADDRINUSE else exc.strerror
-        raise BenchError(
-            f"cannot listen on {host}:{port}: {why}; choose another --port (0: any free one) or --host"
-        ) from None
+        raise cannot_listen(host, port, exc) from None
     sock.setblocking(False)
     return sock
 
