@@ -112,28 +112,13 @@ def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
             continue
         src, base = _source(buf, pos, repairs is not False, repairs is None)
         dobj = dctx.decompressobj()
-        fed = pos
-        given = 0  # decompressed bytes of this frame yielded so far
-        size = MIN_PIECE
-        bomb = False
+        decoded = _Decoded(pos)
         try:
-            while not dobj.eof and fed < n and not bomb:
-                piece = src[fed - base : fed - base + size]
-                fed += len(piece)
-                out = dobj.decompress(piece)
-                # Doubling, not a jump to the ratio's size: the first pieces' ratio says little about the next ones.
-                if len(out) > OUT_TARGET:
-                    size = max(MIN_PIECE, size // 2)
-                elif len(out) < OUT_TARGET // 4:
-                    size = min(PIECE, size * 2)
-                if out:
-                    given += len(out)
-                    yield Data(frame, out)
-                bomb = given > MAX_FRAME_OUT
+            yield from _decode(dobj, src, base, n, frame, decoded)
         except zstandard.ZstdError as exc:
             # The failing call's output is lost with its exception: decode the frame again in small steps to get
             # every block before the damage.
-            rest, bad = _salvage(dctx, buf, pos, fed, given)
+            rest, bad = _salvage(dctx, buf, pos, decoded.fed, decoded.given)
             if rest:
                 yield Data(frame, rest)
             resume = _next_magic(buf, pos + 1)
@@ -141,7 +126,7 @@ def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
             pos = resume
             frame += 1
             continue
-        if bomb:
+        if decoded.bomb:
             resume = _next_magic(buf, pos + 1)
             why = f"a frame that decompresses past {MAX_FRAME_OUT >> 20} MiB (a decompression bomb?)"
             yield Skipped(frame, pos, resume, why)
@@ -159,13 +144,43 @@ def walk(buf: mmap.mmap | bytes, start: int = 0) -> Iterator[Event]:
             pos = resume
             frame += 1
             continue
-        pos = fed - len(dobj.unused_data)
+        pos = decoded.fed - len(dobj.unused_data)
         if repairs is None:
             repairs = buf[pos : pos + 4] == repair.MAGIC  # (even if that one is damaged: the others are not)
         after = repair.skip(buf, pos)
         yield FrameEnd(frame, after, guarded=not repairs or after != pos)
         pos = after
         frame += 1
+
+
+@dataclass
+class _Decoded:
+    """How far one frame's decoding got: bytes fed from the file (an offset), bytes yielded, a decompression bomb."""
+
+    fed: int
+    given: int = 0
+    bomb: bool = False
+
+
+def _decode(
+    dobj: zstandard.ZstdDecompressionObj, src: mmap.mmap | bytes, base: int, n: int, frame: int, decoded: _Decoded
+) -> Iterator[Data]:
+    """Decompress the frame at `decoded.fed` in pieces sized to keep each output near OUT_TARGET, until it ends, the
+    file ends or it passes MAX_FRAME_OUT; raises what zstandard raises on damage (`decoded` says how far it got)."""
+    size = MIN_PIECE
+    while not dobj.eof and decoded.fed < n and not decoded.bomb:
+        piece = src[decoded.fed - base : decoded.fed - base + size]
+        decoded.fed += len(piece)
+        out = dobj.decompress(piece)
+        # Doubling, not a jump to the ratio's size: the first pieces' ratio says little about the next ones.
+        if len(out) > OUT_TARGET:
+            size = max(MIN_PIECE, size // 2)
+        elif len(out) < OUT_TARGET // 4:
+            size = min(PIECE, size * 2)
+        if out:
+            decoded.given += len(out)
+            yield Data(frame, out)
+        decoded.bomb = decoded.given > MAX_FRAME_OUT
 
 
 def _source(buf: mmap.mmap | bytes, pos: int, look: bool, first: bool) -> tuple[mmap.mmap | bytes, int]:

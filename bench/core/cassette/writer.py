@@ -107,6 +107,58 @@ def _settle(futures: list[asyncio.Future[None]], error: Exception | None) -> Non
                 future.set_exception(error)
 
 
+def _header_frame(
+    level: int,
+    settings: Settings,
+    run: RunMeta,
+    server: ServerInfo | msgspec.UnsetType,
+    shard: Shard | msgspec.UnsetType,
+) -> tuple[bytes, bytes]:
+    """The header record, and the file's first bytes: its own checksummed frame and that frame's repair frame."""
+    now = dt.datetime.now(dt.UTC)
+    header = encode(
+        Header(
+            bench_version=__version__,
+            fingerprint_version=FINGERPRINT_VERSION,
+            created=now.isoformat(),
+            created_us=int(now.timestamp() * 1e6),
+            settings=settings,
+            run=run,
+            server=server,
+            shard=shard,
+        )
+    )
+    first = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(header)
+    return header, first + repair.repair_frame(first)
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    out = memoryview(data)
+    while out:
+        n = os.write(fd, out)
+        out = out[n:]
+
+
+def _create(path: Path, first: bytes) -> int:
+    """A new cassette holding `first`, open for appending; never one that exists, and no file left if it fails."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+    except OSError as exc:
+        msg = f"cannot create cassette {path}: {exc.strerror}; choose another --cassettes directory"
+        raise BenchError(msg) from None
+    try:
+        _write_fd(fd, first)
+    except OSError as exc:
+        # A disk that is full now must not leave a 0-byte or headless cassette behind.
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        msg = f"cannot write cassette {path}: {exc.strerror}; free space or choose another --cassettes directory"
+        raise BenchError(msg) from None
+    return fd
+
+
 class CassetteWriter:
     def __init__(
         self,
@@ -142,39 +194,11 @@ class CassetteWriter:
         self._zstd = zstandard.ZstdCompressor(level=level)
         self._compressor = self._zstd.compressobj()
         self._frame_bytes = 0
-        now = dt.datetime.now(dt.UTC)
-        header = encode(
-            Header(
-                bench_version=__version__,
-                fingerprint_version=FINGERPRINT_VERSION,
-                created=now.isoformat(),
-                created_us=int(now.timestamp() * 1e6),
-                settings=settings or Settings(),
-                run=run or RunMeta(),
-                server=server,
-                shard=shard,
-            )
-        )
-        first = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(header)
-        first += repair.repair_frame(first)
+        header, first = _header_frame(level, settings or Settings(), run or RunMeta(), server, shard)
         # The current frame's compressed bytes, kept until it ends: its repair frame is made of them then (a frame
         # holds ~SEGMENT_BYTES of records: about a MiB compressed).
         self._frame_parts: list[bytes] = []
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-        except OSError as exc:
-            msg = f"cannot create cassette {path}: {exc.strerror}; choose another --cassettes directory"
-            raise BenchError(msg) from None
-        try:
-            self._write_all(first)
-        except OSError as exc:
-            # A disk that is full now must not leave a 0-byte or headless cassette behind.
-            os.close(self._fd)
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-            msg = f"cannot write cassette {path}: {exc.strerror}; free space or choose another --cassettes directory"
-            raise BenchError(msg) from None
+        self._fd = _create(path, first)
         self.stats.records = 1
         self.stats.raw_bytes = len(header)
         self.stats.written_bytes = len(first)
@@ -340,10 +364,7 @@ class CassetteWriter:
         self.stats.written_bytes += len(data)
 
     def _write_all(self, data: bytes) -> None:
-        out = memoryview(data)
-        while out:
-            n = os.write(self._fd, out)
-            out = out[n:]
+        _write_fd(self._fd, data)
 
     # -- closing ------------------------------------------------------------------------------------------------
 
