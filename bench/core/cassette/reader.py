@@ -12,6 +12,7 @@ every tool prints about a file that was not read whole.
 from __future__ import annotations
 
 import itertools
+import mmap
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -100,18 +101,7 @@ class CassetteReader:
         self._partless = 0  # exchanges dropped: a part of their body was lost
         self._released = 0  # the mapped file's pages before this offset were let go (frames.release)
         self._payload: bytes | memoryview | None = None  # the checked payload of the exchange last returned
-        try:
-            self._buf = frames.open_bytes(self.path)
-        except OSError as exc:
-            raise CassetteError(f"{self.path}: cannot open: {exc.strerror}") from None
-        if not self._buf:
-            raise CassetteError(
-                f"{self.path}: 0-byte file, holds nothing (its recorder could not write the header); delete it"
-            )
-        if self._buf[:4] != ZSTD_MAGIC and self._buf.find(ZSTD_MAGIC) < 0:
-            raise CassetteError(
-                f"{self.path}: not a bench cassette (not zstd-compressed); pass a {SUFFIX} file bench wrote"
-            )
+        self._buf = self._open()
         self._events = frames.walk(self._buf)
         self._pending: list[frames.Event] = []
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=1 << 31)
@@ -121,6 +111,27 @@ class CassetteReader:
             self.version = FORMAT_VERSION
             self.header = Header()
             return
+        self._accept_header(first)
+
+    def _open(self) -> mmap.mmap | bytes:
+        """The file's bytes (mapped when local); a file that cannot be a cassette is one line saying why."""
+        try:
+            buf = frames.open_bytes(self.path)
+        except OSError as exc:
+            raise CassetteError(f"{self.path}: cannot open: {exc.strerror}") from None
+        if not buf:
+            raise CassetteError(
+                f"{self.path}: 0-byte file, holds nothing (its recorder could not write the header); delete it"
+            )
+        if buf[:4] != ZSTD_MAGIC and buf.find(ZSTD_MAGIC) < 0:
+            raise CassetteError(
+                f"{self.path}: not a bench cassette (not zstd-compressed); pass a {SUFFIX} file bench wrote"
+            )
+        return buf
+
+    def _accept_header(self, first: Any) -> None:
+        """Check the first record is a cassette header of a version this bench reads, and keep it (a malformed one
+        is damage said, not an error: the exchanges do not depend on it)."""
         if not isinstance(first, dict) or first.get("kind") != HEADER or first.get("format") != FORMAT_NAME:
             raise CassetteError(f"{self.path}: not a bench cassette (no cassette header); pass a file bench wrote")
         version = first.get("version")
