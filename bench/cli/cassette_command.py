@@ -22,7 +22,7 @@ import orjson
 from bench import __version__
 from bench.core.cassette.reader import CassetteReader, find_cassettes
 from bench.core.cassette.reader import find_locations as find
-from bench.core.cassette.records import Exchange
+from bench.core.cassette.records import Exchange, Timing
 from bench.core.decoding import decoded_record_reads
 from bench.core.errors import BenchError, CassetteError
 from bench.core.storage import Location, location, size
@@ -429,6 +429,16 @@ def _har_text(data: bytes, mime: str, wire: int | None = None) -> dict[str, Any]
     return content
 
 
+def _har_timings(timing: Timing) -> dict[str, float]:
+    """HAR 1.2 requires send, wait and receive, non-negative (-1 is only for the optional phases), and `time` is
+    their sum: a point the record lacks (a replay miss never went upstream) takes the one before it."""
+    end_us = max(0, timing.end)
+    sent_us = min(end_us, max(0, timing.sent_upstream or 0))
+    first_us = timing.first_byte
+    first_us = sent_us if first_us is None else min(end_us, max(sent_us, first_us))
+    return {"send": sent_us / 1000, "wait": (first_us - sent_us) / 1000, "receive": (end_us - first_us) / 1000}
+
+
 def har_entry(record: Exchange) -> dict[str, Any]:
     req = record.request
     resp = record.response
@@ -443,15 +453,7 @@ def har_entry(record: Exchange) -> dict[str, Any]:
     # HAR's content.text is the decoded body; bodySize stays the bytes on the wire.
     decoded = decoded_record_reads(resp_headers, resp.chunks)
     data = decoded.body
-
-    # HAR 1.2 requires send, wait and receive, non-negative (-1 is only for the optional phases), and `time` is
-    # their sum: a point the record lacks (a replay miss never went upstream) takes the one before it.
-    end_us = max(0, timing.end)
-    sent_us = min(end_us, max(0, timing.sent_upstream or 0))
-    first_us = timing.first_byte
-    first_us = sent_us if first_us is None else min(end_us, max(sent_us, first_us))
-    timings = {"send": sent_us / 1000, "wait": (first_us - sent_us) / 1000, "receive": (end_us - first_us) / 1000}
-
+    timings = _har_timings(timing)
     started = record.started
     entry: dict[str, Any] = {
         "startedDateTime": dt.datetime.fromtimestamp(started / 1e6, dt.UTC).isoformat().replace("+00:00", "Z"),
