@@ -78,6 +78,21 @@ def _json_error(status: int, message: str, headers: Mapping[str, str] | None = N
     )
 
 
+def _whole_body(api: str, reply: Reply, meta: Meta, prompt_tokens: int, completion_tokens: int, empty: bool) -> bytes:
+    """A non-streamed answer's body in `api`'s shape; `empty` (the fault) gives it no output."""
+    if api == RESPONSES_API:
+        return encode_response_body(Reply() if empty else reply, meta, prompt_tokens, completion_tokens)
+    if api == COMPLETIONS_API:
+        data = encode_completion_body(reply, meta, prompt_tokens, completion_tokens)
+    else:
+        data = encode_body(reply, meta, prompt_tokens, completion_tokens)
+    if empty:
+        doc = orjson.loads(data)
+        doc["choices"] = []
+        data = orjson.dumps(doc)
+    return data
+
+
 class Simulator:
     def __init__(
         self,
@@ -244,16 +259,7 @@ class Simulator:
         empty = fault is not None and fault.kind == "empty"
         if not body.get("stream"):
             await asyncio.sleep(self.ttft + (completion_tokens / self.tps if self.tps else 0.0))
-            if api == RESPONSES_API:
-                data = encode_response_body(Reply() if empty else reply, meta, prompt_tokens, completion_tokens)
-            elif api == COMPLETIONS_API:
-                data = encode_completion_body(reply, meta, prompt_tokens, completion_tokens)
-            else:
-                data = encode_body(reply, meta, prompt_tokens, completion_tokens)
-            if empty and api != RESPONSES_API:
-                doc = orjson.loads(data)
-                doc["choices"] = []
-                data = orjson.dumps(doc)
+            data = _whole_body(api, reply, meta, prompt_tokens, completion_tokens, empty)
             if fault is not None and fault.kind == "stall":
                 await asyncio.sleep(fault.param or FOREVER)
             if fault is not None and fault.kind == "truncate":
