@@ -43,14 +43,17 @@ class Proxy:
             if m := re.search(pattern, text):
                 return m
 
-    async def stop(self) -> tuple[int, str, str]:
-        self.proc.send_signal(signal.SIGINT)
+    async def stop(self, sig: int = signal.SIGINT) -> tuple[int, str, str]:
+        self.proc.send_signal(sig)
         out, err = await asyncio.wait_for(self.proc.communicate(), 60)
         return self.proc.returncode or 0, "".join(self.lines) + out.decode(), err.decode()
 
 
 @asynccontextmanager
-async def rotating_proxy(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[Proxy]:
+async def rotating_proxy(
+    *args: str, env: dict[str, str] | None = None, ready: str = r"writing "
+) -> AsyncIterator[Proxy]:
+    """`bench proxy --port 0 ARGS` once it listens and has printed a line matching `ready`; killed if still up."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench", "proxy", "--port", "0", *args,
         cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -58,7 +61,7 @@ async def rotating_proxy(*args: str, env: dict[str, str] | None = None) -> Async
     proxy = Proxy(proc)
     try:
         proxy.url = (await proxy.line(r"listening on (http://\S+)")).group(1)
-        await proxy.line(r"writing ")
+        await proxy.line(ready)
         yield proxy
     finally:
         if proc.returncode is None:

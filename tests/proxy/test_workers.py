@@ -9,7 +9,6 @@ import asyncio
 import os
 import re
 import signal
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,53 +23,22 @@ from bench.core.cassette import CassetteReader
 from bench.core.cassette.records import Exchange, Shard
 from tests.proxy.conftest import MESSAGES, SECRET
 from tests.proxy.test_parts import split_frames
+from tests.proxy.test_rotation import Proxy, rotating_proxy
 from tests.support.upstream import Upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 dctx = zstandard.ZstdDecompressor().decompressobj
 
 
-class Workers:
-    """A running `bench proxy --workers 2`: its process (the supervisor), URL and the lines it printed."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.url = ""
-        self.lines: list[str] = []
-
-    async def line(self, pattern: str, timeout: float = 60) -> re.Match[str]:
-        assert self.proc.stdout is not None
-        while True:
-            raw = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
-            assert raw, "bench proxy exited: " + "".join(self.lines)
-            self.lines.append(raw.decode())
-            if m := re.search(pattern, self.lines[-1]):
-                return m
-
-    def worker_pids(self) -> list[int]:
-        return [int(p) for p in Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()]
-
-    async def stop(self, sig: int = signal.SIGINT) -> tuple[int, str, str]:
-        self.proc.send_signal(sig)
-        out, err = await asyncio.wait_for(self.proc.communicate(), 60)
-        return self.proc.returncode or 0, "".join(self.lines) + out.decode(), err.decode()
+def worker_pids(proxy: Proxy) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{proxy.proc.pid}/task/{proxy.proc.pid}/children").read_text().split()]
 
 
 @asynccontextmanager
-async def workers(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[Workers]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bench", "proxy", "--port", "0", "--workers", "2", *args,
-        cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    proxy = Workers(proc)
-    try:
-        proxy.url = (await proxy.line(r"listening on (http://\S+)")).group(1)
-        await proxy.line(r"writing |passthrough")
+async def workers(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[Proxy]:
+    """A running `bench proxy --workers 2`: its process (the supervisor), URL and the lines it printed."""
+    async with rotating_proxy("--workers", "2", *args, env=env, ready=r"writing |passthrough") as proxy:
         yield proxy
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
 
 
 async def chat(url: str, *, key: str = SECRET, **body: Any) -> bytes:
@@ -132,7 +100,7 @@ async def test_kill_9_of_every_process_keeps_each_finished_exchange_in_its_shard
     async with workers("--upstream", upstream.url, "--cassettes", str(cassettes)) as proxy:
         stalled = [asyncio.create_task(chat(proxy.url, model="test-stall", x_stall_s=30)) for _ in range(4)]
         finished = [await chat(proxy.url, x_words=3 + i, seed=i) for i in range(8)]
-        for pid in [proxy.proc.pid, *proxy.worker_pids()]:
+        for pid in [proxy.proc.pid, *worker_pids(proxy)]:
             os.kill(pid, signal.SIGKILL)
         for task in stalled:
             with pytest.raises(aiohttp.ClientError):
@@ -148,7 +116,7 @@ async def test_kill_9_of_every_process_keeps_each_finished_exchange_in_its_shard
 async def test_a_killed_supervisor_s_workers_close_their_shards(upstream: Upstream, cassettes: Path) -> None:
     async with workers("--upstream", upstream.url, "--cassettes", str(cassettes)) as proxy:
         bodies = await asyncio.gather(*(chat(proxy.url, x_words=3, seed=i) for i in range(6)))
-        pids = proxy.worker_pids()
+        pids = worker_pids(proxy)
         proxy.proc.kill()
         await proxy.proc.wait()
         for _ in range(600):  # the workers stop on the kernel's SIGTERM (bounded wait: 60 s)
