@@ -74,8 +74,9 @@ async def post(session: aiohttp.ClientSession, url: str, **body: Any) -> bytes:
         return await resp.read()
 
 
-async def test_sigint_lets_in_flight_streams_finish_and_closes_the_cassette(
-    upstream: Upstream, cassettes: Path
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+async def test_sigint_or_sigterm_lets_in_flight_streams_finish_and_closes_the_cassette(
+    upstream: Upstream, cassettes: Path, sig: signal.Signals
 ) -> None:
     async with (
         bench_proxy("--upstream", upstream.url, "--cassettes", str(cassettes)) as (proc, url, path),
@@ -84,13 +85,14 @@ async def test_sigint_lets_in_flight_streams_finish_and_closes_the_cassette(
         stream = asyncio.create_task(post(session, url, x_ttft_ms=1, x_delay_ms=40, x_words=10))
         while not upstream.requests:
             await asyncio.sleep(0.01)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         body = await asyncio.wait_for(stream, 20)
         assert await asyncio.wait_for(proc.wait(), 20) == 0
     assert body.endswith(b"data: [DONE]\n\n")
     reader = CassetteReader(path)
     records = list(reader)
     assert not reader.truncated and reader.end is not None and reader.end.interrupted is True
+    assert reader.end.cut_by_shutdown == 0
     assert [r.outcome for r in records] == ["complete"]
     assert b"".join(records[0].response.chunks) == body
 
@@ -146,26 +148,6 @@ async def wait_for_line(stream: asyncio.StreamReader | None, pattern: str) -> st
         assert line, f"no line matching {pattern!r}"
         if re.search(pattern, line):
             return line
-
-
-async def test_sigterm_lets_in_flight_streams_finish_and_closes_the_cassette(
-    upstream: Upstream, cassettes: Path
-) -> None:
-    async with (
-        bench_proxy("--upstream", upstream.url, "--cassettes", str(cassettes)) as (proc, url, path),
-        aiohttp.ClientSession() as session,
-    ):
-        stream = asyncio.create_task(post(session, url, x_ttft_ms=1, x_delay_ms=40, x_words=10))
-        while not upstream.requests:
-            await asyncio.sleep(0.01)
-        proc.send_signal(signal.SIGTERM)
-        body = await asyncio.wait_for(stream, 20)
-        assert await asyncio.wait_for(proc.wait(), 20) == 0
-    assert body.endswith(b"data: [DONE]\n\n")
-    reader = CassetteReader(path)
-    records = list(reader)
-    assert reader.end is not None and reader.end.interrupted is True and reader.end.cut_by_shutdown == 0
-    assert [r.outcome for r in records] == ["complete"]
 
 
 async def test_a_second_ctrl_c_cuts_in_flight_exchanges_without_waiting_for_the_grace(
