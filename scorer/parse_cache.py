@@ -336,7 +336,8 @@ class ParseCache:
                 self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
                 db = _open(self.folder / FILE)
             except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) and time.monotonic() < deadline:
+                busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY  # (extended codes too)
+                if busy and time.monotonic() < deadline:
                     time.sleep(0.01)
                     continue
                 self._disable(exc)
