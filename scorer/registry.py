@@ -89,9 +89,16 @@ class Evaluator:
     group: str = ""
     doc: str = ""
     _args_type: type[msgspec.Struct] = field(init=False, repr=False, compare=False)
+    # Arguments already bound, by the identity of the check's args mapping: a catalog's check is scored once per
+    # result with the same mapping, and binding it again was ~2% of a rescore. Only all-immutable bindings are kept
+    # (an evaluator never shares a list or dict with the next result's call).
+    _bound: dict[int, tuple[Mapping[str, Any], dict[str, Any], dict[str, Any]]] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_args_type", args_struct(self.name, self.params))
+        object.__setattr__(self, "_bound", {})
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -123,7 +130,20 @@ class Evaluator:
         return {p.name: getattr(bound, p.name) for p in self.params}
 
     def __call__(self, ctx: EvalContext, args: Mapping[str, Any]) -> Score:
-        return self.fn(ctx, **self.bind(args))
+        kept = self._bound.get(id(args))
+        # The mapping itself is held (its id cannot be reused) and its contents compared (it cannot have changed).
+        if kept is not None and kept[0] is args and kept[1] == args:
+            return self.fn(ctx, **kept[2])
+        bound = self.bind(args)
+        if all(isinstance(v, _IMMUTABLE) for v in bound.values()):
+            if len(self._bound) >= BOUND_KEPT:
+                self._bound.clear()
+            self._bound[id(args)] = (args, dict(args), bound)
+        return self.fn(ctx, **bound)
+
+
+_IMMUTABLE = (str, int, float, bool, bytes, type(None))
+BOUND_KEPT = 256  # bindings kept per evaluator (a catalog's checks of it); past this they start again
 
 
 EVALUATORS: dict[str, Evaluator] = {}

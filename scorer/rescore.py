@@ -34,7 +34,7 @@ from bench.scorer.checks import evaluator_versions
 from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.flips import Flip, FlipJoin, FlipMap, in_join_order
 from bench.scorer.rescore_summary import Tally
-from bench.scorer.results import RESULT_DECODER, Budgets, Meta, Result
+from bench.scorer.results import Budgets, Meta, Result, scores_only
 from bench.scorer.rules import Rule
 from bench.scorer.scores_io import dumps, scores_reader, write_lines
 from bench.scorer.sessions import SessionLinker
@@ -113,7 +113,7 @@ def rescore(
         body, tally, superseded = tmp / "results.jsonl", Tally(), Counter[str]()
         created = {c.path: c.created or "" for o in outputs for c in o.cassettes}
         with open(body, "wb") as fh:
-            decoded = ((_decoded(line), line) for _key, _unit, _seq, line in results.merged())
+            decoded = ((scores_only(line), line) for _key, _unit, _seq, line in results.merged())
             for result, line in keep_latest(decoded, itemgetter(0), created, superseded):
                 fh.write(line)
                 tally.add(result)
@@ -284,12 +284,6 @@ def make_meta(catalog: Catalog, opts: Options, outputs: Sequence[UnitOutput], su
         cassettes=cassettes,
         warnings=warnings,
     )
-
-
-def _decoded(line: bytes) -> Result:
-    result = RESULT_DECODER.decode(line)
-    result.exchanges = []  # the summary and flips read scores only
-    return result
 
 
 def _copy(path: Path) -> Iterator[bytes]:

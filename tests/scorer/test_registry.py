@@ -330,3 +330,42 @@ def test_validate_checks_names_the_test_and_check_of_an_unknown_evaluator() -> N
     test = spec([Check("equals", {"value": "a"}), Check("nope", {})], id="s.v")
     with pytest.raises(BenchError, match=r"^test s\.v: check 2 uses unknown evaluator 'nope'"):
         validate_checks(test)
+
+
+def test_a_checks_arguments_are_bound_once_and_never_shared_when_mutable() -> None:
+    seen: list[tuple[str, list[str]]] = []
+
+    @evaluator("_test_bound")
+    def bound(c: EvalContext, *, value: str, values: Strings | None = None) -> Score:
+        seen.append((value, values if values is not None else []))
+        if values is not None:
+            values.append("mutated")  # an evaluator that changes its list must not change the next call's
+        return Score(1.0, "yes")
+
+    ev = EVALUATORS["_test_bound"]
+    binds = 0
+    real_bind = ev.bind
+
+    def counting(args: Any) -> dict[str, Any]:
+        nonlocal binds
+        binds += 1
+        return real_bind(args)
+
+    object.__setattr__(ev, "bind", counting)
+    try:
+        scalar = Check("_test_bound", {"value": "a"})
+        for _ in range(3):
+            run_check(ctx("x"), 0, scalar)
+        assert binds == 1  # the same mapping, the same contents: bound once
+        scalar.args["value"] = "b"  # the mapping changed in place: bound again, the new value seen
+        run_check(ctx("x"), 0, scalar)
+        assert (binds, seen[-1][0]) == (2, "b")
+        listed = Check("_test_bound", {"value": "c", "values": ["p"]})
+        for _ in range(2):
+            run_check(ctx("x"), 0, listed)
+        assert binds == 4  # a list is bound afresh for every call
+        assert [v for _, v in seen[-2:]] == [["p", "mutated"], ["p", "mutated"]]
+        with pytest.raises(BenchError, match="missing argument"):
+            run_check(ctx("x"), 0, Check("_test_bound", {}))
+    finally:
+        del EVALUATORS["_test_bound"]
