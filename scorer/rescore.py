@@ -36,7 +36,7 @@ from bench.scorer.flips import Flip, FlipJoin, FlipMap, in_join_order
 from bench.scorer.rescore_summary import Tally
 from bench.scorer.results import Budgets, Meta, Result, scores_only
 from bench.scorer.rules import Rule
-from bench.scorer.scores_io import dumps, scores_reader, write_lines
+from bench.scorer.scores_io import WRITE_BUFFER, dumps, scores_reader, write_lines
 from bench.scorer.sessions import SessionLinker
 from bench.scorer.sorted_runs import SPILL_BYTES, Spill, spill_dir
 from bench.scorer.traffic_lines import traffic_key
@@ -112,7 +112,7 @@ def rescore(
             flips = FlipJoin(old_meta, new_meta, old) if in_order else FlipMap(old_meta, new_meta, old)
         body, tally, superseded = tmp / "results.jsonl", Tally(), Counter[str]()
         created = {c.path: c.created or "" for o in outputs for c in o.cassettes}
-        with open(body, "wb") as fh:
+        with open(body, "wb", buffering=WRITE_BUFFER) as fh:
             decoded = ((scores_only(line), line) for _key, _unit, _seq, line in results.merged())
             for result, line in keep_latest(decoded, itemgetter(0), created, superseded):
                 fh.write(line)

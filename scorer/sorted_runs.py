@@ -28,6 +28,7 @@ ENTRY_OVERHEAD = 256
 # Runs merged at once: when there are this many, they are merged into one, so open files stay bounded.
 FAN_IN = 64
 READ_BUFFER = 64 << 10
+WRITE_BUFFER = 1 << 20  # a run is written an entry at a time: in large blocks, not a system call every few entries
 
 _LEN = struct.Struct("<I")
 _ENCODER = msgspec.msgpack.Encoder()
@@ -88,7 +89,7 @@ def _order(entry: Entry) -> tuple[tuple[Any, ...], int, int]:
 
 
 def _write_run(path: Path, entries: Iterable[Entry]) -> None:
-    with open(path, "wb") as fh:
+    with open(path, "wb", buffering=WRITE_BUFFER) as fh:
         for key, unit, seq, line in entries:
             frame = _ENCODER.encode((key, unit, seq, line))
             fh.write(_LEN.pack(len(frame)))
