@@ -7,7 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.core.errors import BenchError
-from bench.scorer.evaluators.text import _NEGATIONS, _WORDS_TAIL, is_negated, last_clause, short, strip_token
+from bench.scorer.evaluators.text import (
+    _NEGATIONS,
+    _WORDS_TAIL,
+    is_negated,
+    last_clause,
+    short,
+    strip_token,
+    whole_word,
+)
 from tests.scorer.helpers import ctx, score
 
 
@@ -131,3 +139,13 @@ def test_a_negation_five_words_back_does_not_count() -> None:
     assert len(cut) == _WORDS_TAIL
     assert is_negated("x y z k" + cut) is False
     assert is_negated("x y z " + cut) is True
+
+
+# Letters the regex engine folds together without ignoring case alike in str.lower (dotless i, long s, Kelvin sign).
+_MENTION_TEXT = st.text(alphabet="aAbBiIıſsSKk _-.\n1é'", max_size=40)
+
+
+@given(value=st.text(alphabet="aAbBiIsSk1é-", min_size=1, max_size=4), text=_MENTION_TEXT)
+def test_a_whole_word_matches_where_the_plain_look_behind_pattern_does(value: str, text: str) -> None:
+    plain = re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)", re.IGNORECASE)
+    assert [m.span() for m in whole_word(value).finditer(text)] == [m.span() for m in plain.finditer(text)]
