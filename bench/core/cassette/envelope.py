@@ -77,26 +77,59 @@ class Unframer:
         self._buf = bytearray()
         self._pos = 0
         self._resync = False
+        # A record begun in earlier pieces (its prefix whole and plausible): views of them, joined once it is whole.
+        self._parts: list[memoryview] = []
+        self._have = 0
 
-    def feed(self, data: bytes) -> Iterator[tuple[int, bytes | memoryview]]:
+    def feed(self, data: bytes) -> list[tuple[int, bytes | memoryview]]:
         """The records completed by `data`. Records that lie whole inside `data` come as views of it (no copy: `data`
-        is never changed, so a view stays valid); only a record cut between two pieces is joined in the buffer."""
+        is never changed, so a view stays valid); a record cut between pieces is joined once, when it is whole."""
         if self._resync:
             self._hold(data)
-            return
+            return []
+        out: list[tuple[int, bytes | memoryview]] = []
         at = 0
-        if len(self._buf) > self._pos:
-            # A record begun in the previous piece: complete it from the front of this one, then go on in place.
+        if self._parts:
+            joined = self._join(data, out)
+            if joined is None:
+                return out
+            at = joined
+        elif len(self._buf) > self._pos:
+            # A record begun in the previous piece shorter than its prefix: complete it in the buffer.
             at = self._complete(data)
-            yield from self._parse()
+            out += self._parse()
             if self._resync:
                 self._hold(data[at:])  # damage: the rest of the frame is searched at its end
-                return
+                return out
             if len(self._buf) > self._pos:
-                return  # the record still is not whole
+                return out  # the record still is not whole
             self._buf = bytearray()
             self._pos = 0
-        yield from self._parse_in(data, at)
+        self._parse_in(data, at, out)
+        return out
+
+    def _join(self, data: bytes, out: list[tuple[int, bytes | memoryview]]) -> int | None:
+        """Completes the record begun in earlier pieces from the front of `data`: the offset in `data` past it, or None
+        when `data` is all taken (the record still is not whole, or it is damaged: the rest of the frame is then
+        searched at its end, from the buffer, as if the record had been gathered there)."""
+        length, seq, stored = PREFIX.unpack_from(self._parts[0])
+        missing: int = PREFIX.size + length - self._have
+        view = memoryview(data)
+        if missing > len(data):
+            self._parts.append(view)
+            self._have += len(data)
+            return None
+        self._parts.append(view[:missing])
+        record = b"".join(self._parts)
+        self._parts, self._have = [], 0
+        payload = memoryview(record)[PREFIX.size :]
+        if check(length, seq, payload) != stored:
+            self._buf, self._pos, self._resync = bytearray(record), 0, True
+            self._hold(data[missing:])
+            return None
+        self._note(seq)
+        out.append((seq, payload))
+        return missing
 
     def _hold(self, data: bytes) -> None:
         """Keep the rest of a damaged frame for the search at its end, MAX_RESYNC at most (the rest is damage)."""
@@ -126,42 +159,55 @@ class Unframer:
             taken += missing
         return min(taken, len(data))
 
-    def _parse_in(self, data: bytes, pos: int) -> Iterator[tuple[int, bytes | memoryview]]:
+    def _parse_in(self, data: bytes, pos: int, out: list[tuple[int, bytes | memoryview]]) -> None:
         """Records read in place from `data` from `pos` on; what is left (a record not yet whole, or damage to
-        search) goes to the buffer."""
+        search) is kept for the next piece or the frame's end."""
         n = len(data)
         view = memoryview(data)
         unpack = PREFIX.unpack_from
+        digest = xxhash.xxh3_64_intdigest
+        last = self.last_seq
         while n - pos >= PREFIX.size:
             length, seq, stored = unpack(data, pos)
-            last = self.last_seq
             if not last < seq <= last + MAX_GAP or length > MAX_RECORD:
                 break
             end = pos + PREFIX.size + length
             if end > n:
                 break
             payload = view[pos + PREFIX.size : end]
-            if check(length, seq, payload) != stored:
+            if digest(payload, seed=(length << 32) | seq) & 0xFFFFFFFF != stored:  # check(), inlined: per record
                 break
             if seq > last + 1:
                 self.lost += seq - last - 1
-            self.last_seq = seq
+            last = self.last_seq = seq
             pos = end
-            yield seq, payload
-        if pos < n:
-            self._buf = bytearray(data[pos:])
-            self._pos = 0
-            # Not a plausible record start, or a whole one whose checksum fails: damage, searched at the frame's end.
-            self._resync = bool(len(self._buf) >= PREFIX.size and not self._incomplete(0))
+            out.append((seq, payload))
+        if pos == n:
+            return
+        if n - pos >= PREFIX.size:
+            length, seq, _ = unpack(data, pos)
+            if last < seq <= last + MAX_GAP and length <= MAX_RECORD and pos + PREFIX.size + length > n:
+                self._parts, self._have = [view[pos:]], n - pos  # a record not yet whole
+                return
+        self._buf = bytearray(view[pos:])
+        self._pos = 0
+        # Not a plausible record start, or a whole one whose checksum fails: damage, searched at the frame's end.
+        self._resync = len(self._buf) >= PREFIX.size
+
+    def _note(self, seq: int) -> None:
+        if seq > self.last_seq + 1:
+            self.lost += seq - self.last_seq - 1
+        self.last_seq = seq
 
     def finish(self) -> Iterator[tuple[int, bytes | memoryview]]:
         """End of the frame's data: resynchronise through what is left, then count the rest as damage."""
         if self._resync:
             yield from self._search()
-        self.bad_bytes += len(self._buf) - self._pos
+        self.bad_bytes += len(self._buf) - self._pos + self._have
         self._buf = bytearray()
         self._pos = 0
         self._resync = False
+        self._parts, self._have = [], 0
 
     def _parse(self) -> Iterator[tuple[int, bytes | memoryview]]:
         buf = self._buf
@@ -198,9 +244,7 @@ class Unframer:
 
     def _take(self, seq: int, end: int) -> tuple[int, bytes]:
         payload = memoryview(self._buf)[self._pos + PREFIX.size : end].tobytes()
-        if seq > self.last_seq + 1:
-            self.lost += seq - self.last_seq - 1
-        self.last_seq = seq
+        self._note(seq)
         self._pos = end
         return seq, payload
 
