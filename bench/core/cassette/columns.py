@@ -24,7 +24,6 @@ from bench.core.cassette.records import MAX_SPAN_US
 NONE, SHUFFLED, LIST = 0, 1, 2
 HEAD = struct.Struct("<BI")
 _WIDE = 4
-_NATIVE_U32 = array("I").itemsize == _WIDE
 
 
 def payload_parts(packed: bytes, times: list[int] | None) -> tuple[bytes, bytes]:
@@ -85,16 +84,18 @@ def record_part(data: bytes | memoryview) -> memoryview:
 
 
 def _unshuffle(column: bytes | memoryview) -> list[int]:
-    if len(column) % _WIDE:
+    size = len(column)
+    if size % _WIDE:
         raise ValueError("uint32 time column of a length that is not a multiple of 4")
-    n = len(column) // _WIDE
-    raw = bytearray(len(column))
-    for i in range(_WIDE):
-        raw[i::_WIDE] = column[i * n : (i + 1) * n]
-    if sys.byteorder == "little" and _NATIVE_U32:
-        # Read in place as native uint32: no copy into an array first.
-        return memoryview(raw).cast("I").tolist()
-    values = array("I")  # pragma: no cover - big-endian machines
-    values.frombytes(bytes(raw))
-    values.byteswap()
+    n = size // _WIDE
+    raw = bytearray(size)
+    # Unrolled, and array's tolist (memoryview's converts each item through struct's generic path): ~2 of ~7 us a
+    # record of 300 reads.
+    raw[0::4] = column[:n]
+    raw[1::4] = column[n : 2 * n]
+    raw[2::4] = column[2 * n : 3 * n]
+    raw[3::4] = column[3 * n :]
+    values = array("I", raw)
+    if sys.byteorder != "little":  # pragma: no cover - big-endian machines
+        values.byteswap()
     return values.tolist()

@@ -192,13 +192,19 @@ class CassetteReader:
     # -- iteration -----------------------------------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Exchange]:
-        records = self._iter_v1() if self.version == 1 else self._iter_v2()
-        for record in records:
-            self.exchanges += 1
-            yield record
+        # v2's generator is returned as it is: one generator less to pass each of thousands of records through.
+        return self._iter_v2() if self.version > 1 else self._v1()
+
+    def _done(self) -> None:
         self._conclude()
         if not isinstance(self._buf, bytes):
             self._buf.close()  # the mapping holds a file descriptor: a folder of thousands must not run out
+
+    def _v1(self) -> Iterator[Exchange]:
+        for record in self._iter_v1():
+            self.exchanges += 1
+            yield record
+        self._done()
 
     def _iter_v1(self) -> Iterator[Exchange]:
         """v1: one msgpack stream across the file's frames, no checksums; damage ends the reading."""
@@ -243,11 +249,15 @@ class CassetteReader:
                     continue
             if isinstance(event, frames.Data):
                 self.raw_size += len(event.data)
+                # Each record decoded here, not in a generator of its own: this loop is the read's per-record cost.
                 for seq, payload in unframer.feed(event.data):
-                    yield from self._decode(seq, payload)
+                    record = self._decode(seq, payload)
+                    if record is not None:
+                        self.exchanges += 1
+                        yield record
+                        self._payload = None
                 continue
-            for seq, payload in unframer.finish():
-                yield from self._decode(seq, payload)
+            yield from self._finish_frame(unframer)
             if isinstance(event, frames.Skipped):
                 self._skipped(event)
             elif isinstance(event, frames.FrameEnd):
@@ -255,75 +265,92 @@ class CassetteReader:
                 frames.release(self._buf, self._released, event.end)
                 self._released = event.end
                 self._last_guarded = event.guarded
-        for seq, payload in unframer.finish():
-            yield from self._decode(seq, payload)
+        yield from self._finish_frame(unframer)
         self.lost += unframer.lost
         self._bad_bytes += unframer.bad_bytes
+        self._done()
 
-    def _decode(self, seq: int, payload: bytes | memoryview) -> Iterator[Exchange]:
+    def _finish_frame(self, unframer: Unframer) -> Iterator[Exchange]:
+        """The exchanges of the records the end of a frame (or of the file) gives."""
+        for seq, payload in unframer.finish():
+            record = self._decode(seq, payload)
+            if record is not None:
+                self.exchanges += 1
+                yield record
+                self._payload = None
+
+    def _decode(self, seq: int, payload: bytes | memoryview) -> Exchange | None:
+        """The exchange a checked payload holds, every field's type and bound checked as it is decoded; None for the
+        end record, a part record (kept for its exchange), a kind this bench does not know or a malformed record."""
         try:
             packed, times = columns.split(payload)
         except ValueError as exc:
             self._malformed(str(exc))
-            return
+            return None
         if self.version < FORMAT_VERSION:  # pragma: no cover - no v2 layout with an older version exists yet
-            yield from self._from_map(packed, times)
-            return
+            return self._from_map(packed, times)
         try:
             # The fast path: msgpack straight into the typed record, every field's type and bound checked on the way.
             record = _DECODER.decode(packed)
         except RecursionError:
             self._malformed("nested too deep to decode")
-            return
+            return None
         except msgspec.DecodeError as exc:
-            # Not a record of a kind this bench knows, or a known kind with fields of other types: find out which.
-            try:
-                obj = msgpack.unpackb(packed, raw=False)
-            except (msgpack.UnpackException, ValueError, TypeError):
-                self._malformed(str(exc))
-                return
-            kind = obj.get("kind") if isinstance(obj, dict) else None
-            if isinstance(kind, str) and kind not in (EXCHANGE, END, PART):
-                self._unknown[kind] += 1  # written by a newer bench: not damage, but said
-            else:
-                self._malformed(str(exc))
-            return
+            self._undecodable(packed, exc)
+            return None
+        if isinstance(record, Exchange):
+            response = record.response
+            if times is not None:
+                response.chunk_us = times
+            if response.parts:
+                return self._with_parts(record)
+            if response.chunk_us and len(response.chunk_us) != len(response.chunks):  # _times_fit, inlined
+                self._malformed(_TIMES_MISFIT.format(len(response.chunk_us), len(response.chunks)))
+                return None
+            self._payload = payload
+            return record
         if isinstance(record, End):
             self.end = record
-            return
-        if isinstance(record, Part):
-            if not self.part_bodies:
-                self._part_bytes[seq] = sum(map(len, record.chunks))
-                record.chunks, times = [], None
-            if times is not None:
-                record.chunk_us = times
-            self._parts[seq] = record
-            return
+            return None
+        if not self.part_bodies:
+            self._part_bytes[seq] = sum(map(len, record.chunks))
+            record.chunks, times = [], None
         if times is not None:
-            record.response.chunk_us = times
-        if not record.response.parts and not _times_fit(record):
-            self._malformed(_TIMES_MISFIT.format(len(record.response.chunk_us), len(record.response.chunks)))
+            record.chunk_us = times
+        self._parts[seq] = record
+        return None
+
+    def _undecodable(self, packed: bytes | memoryview, exc: msgspec.DecodeError) -> None:
+        """Not a record of a kind this bench knows, or a known kind with fields of other types: find out which."""
+        try:
+            obj = msgpack.unpackb(packed, raw=False)
+        except (msgpack.UnpackException, ValueError, TypeError):
+            self._malformed(str(exc))
             return
-        checked: bytes | memoryview | None = payload
-        if record.response.parts:
-            try:
-                parts = [self._parts.pop(s, None) for s in record.response.parts]
-                for s in record.response.parts:
-                    self._part_bytes.pop(s, None)
-                if self.part_bodies:
-                    attach_parts(record, parts)
-                else:
-                    check_parts(record, parts)
-            except PartsMissing:
-                self._partless += 1
-                return
-            if self.part_bodies and not _times_fit(record):
-                self._malformed(_TIMES_MISFIT.format(len(record.response.chunk_us), len(record.response.chunks)))
-                return
-            checked = None  # its body is in other records too: no one payload holds it
-        self._payload = checked
-        yield record
-        self._payload = None
+        kind = obj.get("kind") if isinstance(obj, dict) else None
+        if isinstance(kind, str) and kind not in (EXCHANGE, END, PART):
+            self._unknown[kind] += 1  # written by a newer bench: not damage, but said
+        else:
+            self._malformed(str(exc))
+
+    def _with_parts(self, record: Exchange) -> Exchange | None:
+        """An exchange whose body was written in part records: with their reads put in front (or, part_bodies=False,
+        only checked to be there); None if one is missing. No one payload holds it: `digest` is None for it."""
+        try:
+            parts = [self._parts.pop(s, None) for s in record.response.parts]
+            for s in record.response.parts:
+                self._part_bytes.pop(s, None)
+            if self.part_bodies:
+                attach_parts(record, parts)
+            else:
+                check_parts(record, parts)
+        except PartsMissing:
+            self._partless += 1
+            return None
+        if self.part_bodies and not _times_fit(record):
+            self._malformed(_TIMES_MISFIT.format(len(record.response.chunk_us), len(record.response.chunks)))
+            return None
+        return record
 
     def digest(self) -> bytes | None:
         """XXH3-128 of the payload of the exchange last returned, as its checksum verified it: a key for what is
@@ -331,17 +358,15 @@ class CassetteReader:
         or from a v1 file (no checked payload), and outside the iteration."""
         return None if self._payload is None else xxhash.xxh3_128_digest(self._payload)
 
-    def _from_map(self, packed: bytes | memoryview, times: list[int] | None) -> Iterator[Exchange]:
+    def _from_map(self, packed: bytes | memoryview, times: list[int] | None) -> Exchange | None:
         try:
             obj = msgpack.unpackb(packed, raw=False)
             if times is not None:
                 obj["response"]["chunk_us"] = times
         except (msgpack.UnpackException, ValueError, TypeError, KeyError, IndexError) as exc:
             self._malformed(str(exc))
-            return
-        record = self._accept(obj)
-        if record is not None:
-            yield record
+            return None
+        return self._accept(obj)
 
     def _accept(self, obj: Any) -> Exchange | None:
         """An older version's record (a map) migrated and typed: an exchange to return, or None (the end record, an
