@@ -24,6 +24,7 @@ from bench.core.cassette.records import MAX_SPAN_US
 NONE, SHUFFLED, LIST = 0, 1, 2
 HEAD = struct.Struct("<BI")
 _WIDE = 4
+_BIG_ENDIAN = sys.byteorder != "little"
 
 
 def payload_parts(packed: bytes, times: list[int] | None) -> tuple[bytes, bytes]:
@@ -44,7 +45,7 @@ def _column(times: list[int]) -> tuple[int, bytes]:
         values = array("I", times)
     except (OverflowError, TypeError):
         return LIST, msgpack.packb(times)
-    if sys.byteorder != "little":  # pragma: no cover
+    if _BIG_ENDIAN:  # pragma: no cover
         values.byteswap()
     raw = values.tobytes()
     return SHUFFLED, b"".join(raw[i::_WIDE] for i in range(_WIDE))
@@ -59,12 +60,12 @@ def split(data: bytes | memoryview) -> tuple[bytes | memoryview, list[int] | Non
     end = HEAD.size + n
     if end > len(data):
         raise ValueError("column longer than its payload")
+    if kind == SHUFFLED:  # the writer's column: first
+        return data[end:], _unshuffle(data[HEAD.size : end])
     column = data[HEAD.size : end]
     record = data[end:]
     if kind == NONE:
         return record, None
-    if kind == SHUFFLED:
-        return record, _unshuffle(column)
     if kind == LIST:
         times: Any = msgpack.unpackb(column)
         if isinstance(times, list) and all(isinstance(t, int) and 0 <= t <= MAX_SPAN_US for t in times):
@@ -96,6 +97,6 @@ def _unshuffle(column: bytes | memoryview) -> list[int]:
     raw[2::4] = column[2 * n : 3 * n]
     raw[3::4] = column[3 * n :]
     values = array("I", raw)
-    if sys.byteorder != "little":  # pragma: no cover - big-endian machines
+    if _BIG_ENDIAN:  # pragma: no cover - big-endian machines
         values.byteswap()
     return values.tolist()

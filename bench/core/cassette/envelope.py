@@ -175,7 +175,7 @@ class Unframer:
             if end > n:
                 break
             payload = view[pos + PREFIX.size : end]
-            if digest(payload, seed=(length << 32) | seq) & 0xFFFFFFFF != stored:  # check(), inlined: per record
+            if digest(payload, (length << 32) | seq) & 0xFFFFFFFF != stored:  # check(), inlined: per record
                 break
             if seq > last + 1:
                 self.lost += seq - last - 1
