@@ -29,10 +29,11 @@ from bench.core.storage import is_url, open_read, prefetched
 PIECE = 1 << 17
 MIN_PIECE = 1 << 6
 OUT_TARGET = 1 << 21
-# A frame decoded whole (its end known from its blocks' headers) comes out this much at a time, as the piecewise path
-# aims at (OUT_TARGET). Reading the benchmark's cassette (records of ~100 KB, checked and decoded as each piece comes):
-# 2 MiB ~5% faster than 1 MiB, 128 KiB ~10% slower, 8 MiB ~25% slower (benchmarks/rescore_speed.py's read step).
-WHOLE_OUT = OUT_TARGET
+# A frame decoded whole (its end known from its blocks' headers) comes out this much at a time. Reading the benchmark's
+# cassette (records of ~100 KB): 2 MiB is ~5% faster than 1 MiB once the process's heap has grown, but a process's
+# first read then grows the heap in more steps (~20,000 page faults against ~9,000): 1 MiB is as fast or faster
+# there; 128 KiB and below ~10% slower, 8 MiB ~25% slower.
+WHOLE_OUT = 1 << 20
 # After damage, the damaged frame is decoded again this many compressed bytes at a time.
 SALVAGE_STEP = 512
 # What one frame may decompress to: a frame bench writes holds 4 MiB of records plus one batch (the writer's queue,
