@@ -41,7 +41,7 @@ class TurnTiming(msgspec.Struct, frozen=True, gc=False):
     ttft_us: int | None = None
     e2el_us: int | None = None
     tpot_us: float | None = None
-    # Held as an int32/int64 array (bench.scorer.scoring.compact_itl): every result waits for the sorted write.
+    # Held as an int32/int64 array (bench.core.parsed.compact_itl): every result waits for the sorted write.
     itl_us: Sequence[int] = ()
     output_tokens: int | None = None
     tokens_source: str | None = None  # "usage" or "counted"

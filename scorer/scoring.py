@@ -5,7 +5,6 @@ Shared by the pipeline (recorded cassettes) and bench.scorer.reference (a test's
 
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import msgspec
 
 from bench.catalog.model import TestSpec
-from bench.core.parsed import ParsedExchange
+from bench.core.parsed import ParsedExchange, compact_itl
 from bench.scorer.checks import get_evaluator, run_check
 from bench.scorer.context import Call, Turn, TurnTiming
 from bench.scorer.failures import EVALUATOR_ERROR, classify, transport_failure
@@ -80,16 +79,6 @@ def slim(p: ParsedExchange, cassette: str = "") -> Turn:
         ),
         cassette=cassette,
     )
-
-
-def compact_itl(gaps: list[int]) -> array[int]:
-    # Every result is held until the end (the scores file is sorted): a list of Python ints costs 36 B per event,
-    # 11 KB for a 300-token stream, an int32 array 4 B (gaps up to 35 minutes; longer ones take int64).
-    # scores_io writes it back as the same JSON list.
-    try:
-        return array("i", gaps)
-    except OverflowError:
-        return array("q", gaps)
 
 
 def request_settings(p: ParsedExchange) -> dict[str, Any]:

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 
 from bench.core.cassette.records import Exchange
 from bench.core.clients import client_family, header
-from bench.core.parsed import ParsedExchange
+from bench.core.parsed import ParsedExchange, compact_itl
 from bench.core.usage import usage_tokens
 from bench.scorer.results import LoadTag, TrafficLine
 from bench.scorer.rules import request_text
-from bench.scorer.scoring import compact_itl, request_settings, short_name
+from bench.scorer.scoring import request_settings, short_name
 from bench.scorer.sessions import session_keys
 
 # A rough stand-in for a tokenizer when a response reported no usage: one token per word or punctuation mark of the

@@ -28,7 +28,7 @@ from bench.core.cassette.runs import in_start_order
 from bench.core.endpoints import endpoint_of
 from bench.core.errors import CassetteError
 from bench.core.parse import parse_exchange
-from bench.core.parsed import ParsedExchange
+from bench.core.parsed import ParsedExchange, compact_itl
 from bench.scorer import parse_cache
 from bench.scorer.checks import check_deadlines
 from bench.scorer.context import Turn
@@ -254,10 +254,14 @@ class _UnitScorer:
     def parse_once(
         self, record: Exchange, max_tokens: int | None = None, deadline_us: int | None = None
     ) -> ParsedExchange:
-        """The one place a unit parses: from the parse cache when it holds this record's parse."""
+        """The one place a unit parses: from the parse cache when it holds this record's parse. Its gaps are compacted
+        here, once, for its traffic line and its turn alike."""
         if self.cache is None:
-            return parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us)
-        return self.cache.parse(record, self.digest, max_tokens=max_tokens, deadline_us=deadline_us)
+            parsed = parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us)
+        else:
+            parsed = self.cache.parse(record, self.digest, max_tokens=max_tokens, deadline_us=deadline_us)
+        parsed.timing.itl_us = compact_itl(parsed.timing.itl_us)
+        return parsed
 
     def parse(self, record: Exchange, *, warn: bool = True) -> ParsedExchange | None:
         try:

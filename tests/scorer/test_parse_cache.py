@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -285,7 +286,58 @@ def test_round_trip_is_the_parse(tmp_path: Path) -> None:
             got = parse_cache.parsed_of(
                 msgspec.msgpack.decode(msgspec.msgpack.encode(entry), type=parse_cache.Entry), record
             )
+            assert isinstance(got.timing.itl_us, array)  # the gaps come back compact, as the scorer holds them
+            got.timing.itl_us = list(got.timing.itl_us)
             assert got == want, record.id
+
+
+@pytest.mark.parametrize("gaps", [[], [0, 5, 2**31 - 1], [7, 2**31, 1], [-(2**40), 3]])
+def test_gaps_round_trip_packed(gaps: list[int]) -> None:
+    """Gaps past int32 take int64; either way they come back as the same integers in the array compact_itl makes."""
+    parsed = parse_exchange(exchange_record([b'data: {"choices":[]}\n\n'], id="g", request={"model": "m"}))
+    parsed.timing.itl_us = list(gaps)
+    value = msgspec.msgpack.encode(parse_cache.entry_of(parsed))
+    got = parse_cache.parsed_of(msgspec.msgpack.decode(value, type=parse_cache.Entry), exchange_record([b""], id="g"))
+    assert isinstance(got.timing.itl_us, array) and got.timing.itl_us.tolist() == gaps
+    assert got.timing.itl_us.typecode == ("i" if all(-(2**31) <= g < 2**31 for g in gaps) else "q")
+
+
+def test_gaps_that_are_no_whole_integers_are_a_miss(tmp_path: Path) -> None:
+    """An entry whose packed gaps end mid-integer (with a valid checksum) is damaged: parsed again, same answer."""
+    record = exchange_record([b'data: {"choices":[{"delta":{"content":"a"}}]}\n\n'] * 3, id="x", event_us=10)
+    want = parse_exchange(record)
+    cache = parse_cache.ParseCache(tmp_path / "c")
+    digest = bytes(16)
+    first = cache.parse(record, lambda: digest)  # a miss, written
+    assert first.timing.itl_us == array("i", want.timing.itl_us)
+    cache.flush()
+    key = parse_cache.key_of(digest, None, None)
+    entry = parse_cache.entry_of(parse_exchange(record))
+    entry.timing.itl_us += b"\x01"  # 9 bytes: two gaps and a stray byte
+    value = msgspec.msgpack.encode(entry)
+    db = cache._connect()
+    assert db is not None
+    with db:
+        db.execute(
+            "UPDATE parses SET value = ?, check_ = ? WHERE key = ?", (value, parse_cache._check(key, value), key)
+        )
+    got = cache.parse(record, lambda: digest)
+    got.timing.itl_us = list(got.timing.itl_us)
+    assert got == want and (cache.stats.bad, cache.stats.misses) == (1, 2)
+    cache.close()
+
+
+def test_gaps_past_int32_read_back_from_the_cache_exactly(tmp_path: Path, catalog: Catalog, folder: Path) -> None:
+    """A 50-minute stall between two events (past 32 bits): the scores file and its traffic line hold it, the same
+    bytes with a cold cache, a warm one and none."""
+    record = exchange_record([b'data: {"choices":[{"delta":{"content":"a"}}]}\n\n'] * 4, id="x", event_us=10)
+    record.response.chunk_us[2] = 3_000_000_000
+    with CassetteWriter(tmp_path / "s.cassette") as writer:
+        writer.put(record)
+    out = [scores(tmp_path, catalog, folder, f"{i}.jsonl", path=tmp_path / "s.cassette") for i in range(2)]
+    rescore_to_file([tmp_path / "s.cassette"], tmp_path / "none.jsonl", catalog=catalog, parse_cache=None)
+    assert stats(folder).hits == 1 and out[0] == out[1] == (tmp_path / "none.jsonl").read_bytes()
+    assert b'"itl_us":[10,3000000000,10]' in out[1]
 
 
 def test_keys_differ_by_version_format_and_budget() -> None:
