@@ -43,8 +43,9 @@ from bench.core.cassette.records import Exchange
 from bench.core.endpoints import endpoint_of
 from bench.core.parse import PARSER_VERSION, parse_exchange
 from bench.core.parsed import ParsedExchange, Timing, ToolCall, compact_itl
+from bench.scorer.answer_facts import AnswerFacts, answer_facts
 
-FORMAT = 2  # bumped when Entry changes (2: the gaps as packed integers)
+FORMAT = 2  # bumped when Entry changes (2: the gaps as packed integers, the answer's facts)
 FILE = "parses.sqlite"
 FILES = (FILE, FILE + "-wal", FILE + "-shm")  # everything the cache writes in its folder
 ENV = "BENCH_PARSE_CACHE"  # a folder, or "off"
@@ -57,7 +58,8 @@ BUSY_MS = 2000
 _KEY_TAIL = struct.Struct("<HHqq")
 
 
-# -- what is kept: a ParsedExchange less what the record itself says (id, endpoint, streamed, tags, request body) --
+# -- what is kept: a ParsedExchange less what the record itself says (id, endpoint, streamed, tags, request body), --
+# -- and the answer's facts a traffic line reads (bench.scorer.answer_facts) ----------------------------------------
 # array_like: positional, no field names stored; gc=False: only strings, numbers and lists of them.
 class _Call(msgspec.Struct, array_like=True, gc=False):
     index: int
@@ -96,6 +98,7 @@ class Entry(msgspec.Struct, array_like=True, gc=False):
     findings: list[str]
     timing: _Timing
     unknown_events: dict[str, int]
+    facts: AnswerFacts
 
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -119,8 +122,9 @@ def _unpacked(data: bytes, wide: bool) -> array[int]:
     return gaps
 
 
-def entry_of(p: ParsedExchange) -> Entry:
-    """What is kept of `p`; its gaps become the compact array the entry holds (the scorer holds them so anyway)."""
+def entry_of(p: ParsedExchange, facts: AnswerFacts) -> Entry:
+    """What is kept of `p` and its record's `facts`; `p`'s gaps become the compact array the entry holds (the scorer
+    holds them so anyway)."""
     t = p.timing
     gaps = t.itl_us = compact_itl(t.itl_us)
     return Entry(
@@ -147,6 +151,7 @@ def entry_of(p: ParsedExchange) -> Entry:
             t.n_events,
         ),
         unknown_events=p.unknown_events,
+        facts=facts,
     )
 
 
@@ -261,13 +266,14 @@ class ParseCache:
         *,
         max_tokens: int | None = None,
         deadline_us: int | None = None,
-    ) -> ParsedExchange:
-        """parse_exchange(record, ...), from the cache when an entry holds it. `digest` gives the record's checked
-        payload digest (None: not cacheable). Raises what parse_exchange raises (nothing is kept then)."""
+    ) -> tuple[ParsedExchange, AnswerFacts]:
+        """parse_exchange(record, ...) and answer_facts(record), from the cache when an entry holds them. `digest`
+        gives the record's checked payload digest (None: not cacheable). Raises what parse_exchange raises (nothing is
+        kept then)."""
         db = None if self._off else self._connect()
         raw = digest() if db is not None else None
         if db is None or raw is None:
-            return parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us)
+            return parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us), answer_facts(record)
         key = key_of(raw, max_tokens, deadline_us)
         found = self._get(db, key, record)
         if found is not None:
@@ -275,10 +281,11 @@ class ParseCache:
             return found
         self.stats.misses += 1
         parsed = parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us)
-        self._put(key, parsed)
-        return parsed
+        facts = answer_facts(record)
+        self._put(key, parsed, facts)
+        return parsed, facts
 
-    def _get(self, db: sqlite3.Connection, key: bytes, record: Exchange) -> ParsedExchange | None:
+    def _get(self, db: sqlite3.Connection, key: bytes, record: Exchange) -> tuple[ParsedExchange, AnswerFacts] | None:
         try:
             row = db.execute("SELECT value, check_, used FROM parses WHERE key = ?", (key,)).fetchone()
         except sqlite3.OperationalError:
@@ -299,11 +306,11 @@ class ParseCache:
             return None
         if not isinstance(used, int) or self._now - used > TOUCH_S:
             self._touch.append((self._now, key))
-        return parsed
+        return parsed, entry.facts
 
-    def _put(self, key: bytes, parsed: ParsedExchange) -> None:
+    def _put(self, key: bytes, parsed: ParsedExchange, facts: AnswerFacts) -> None:
         try:
-            value = _ENCODER.encode(entry_of(parsed))
+            value = _ENCODER.encode(entry_of(parsed, facts))
         except (TypeError, ValueError, OverflowError, RecursionError, msgspec.EncodeError):
             self.stats.dropped += 1  # e.g. an integer past 64 bits in a body's usage: parsed every time
             return

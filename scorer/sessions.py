@@ -8,7 +8,8 @@ them together, in this order of trust:
 - a client's own session id: a session header (SESSION_HEADERS), the trace id of a W3C `traceparent` header, or the
   Responses API's `conversation`.
 
-`session_keys` reads those keys from one exchange when its traffic line is made (bench.scorer.traffic_lines);
+`session_keys` reads those keys from one exchange when its traffic line is made (bench.scorer.traffic_lines), and
+`response_id` the id its answer gives (kept with the parse: bench.scorer.answer_facts);
 `SessionLinker` then walks the traffic lines in the scores file's order (cassette, start, id: a continuation starts
 after the answer it continues) and gives each its session, written on the line (docs/scores-format.md). An exchange
 nothing links to starts a session of its own. When two sessions reuse one id (a simulator's fixed ids, a replay of a
@@ -55,17 +56,16 @@ def _id(value: Any) -> str | None:
     return None
 
 
-def session_keys(record: Exchange, parsed: ParsedExchange) -> tuple[str | None, SessionKeys]:
-    """The answer's id and what links the exchange to others (read from the request, its headers and the answer)."""
+def session_keys(record: Exchange, parsed: ParsedExchange) -> SessionKeys:
+    """What links the exchange to others (read from the request, its headers and the answer's tool calls)."""
     doc = parsed.request_json or {}
     responses = parsed.endpoint == RESPONSES
-    keys = SessionKeys(
+    return SessionKeys(
         previous_response_id=_id(doc.get("previous_response_id")) if responses else None,
         calls_in=_calls_in(doc, responses),
         calls_out=[c for c in (_id(call.id) for call in parsed.tool_calls) if c is not None],
         client_session=_client_session(record, doc if responses else {}),
     )
-    return response_id(record), keys
 
 
 def _calls_in(doc: dict[str, Any], responses: bool) -> list[str]:

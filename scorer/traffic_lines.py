@@ -14,6 +14,7 @@ from bench.core.cassette.records import Exchange
 from bench.core.clients import client_family, header
 from bench.core.parsed import ParsedExchange, compact_itl
 from bench.core.usage import usage_tokens
+from bench.scorer.answer_facts import AnswerFacts, answer_facts
 from bench.scorer.results import LoadTag, TrafficLine
 from bench.scorer.rules import request_text
 from bench.scorer.scoring import request_settings, short_name
@@ -57,13 +58,16 @@ def load_tag(tags: Mapping[str, str]) -> LoadTag | None:
     )
 
 
-def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model: str) -> TrafficLine:
+def traffic_entry(
+    record: Exchange, parsed: ParsedExchange, cassette: str, model: str, facts: AnswerFacts | None = None
+) -> TrafficLine:
+    """The traffic line of `record` parsed as `parsed`; `facts`: its answer_facts when known (the parse cache's)."""
     request = record.request
     tokens = usage_tokens(parsed.usage)
     timing = parsed.timing
     input_tokens = tokens.input
-    response_id, keys = session_keys(record, parsed)
-    reads = record.response.chunk_us
+    if facts is None:
+        facts = answer_facts(record)
     input_source: str | None = "usage"
     if input_tokens is None:
         input_tokens = counted_input_tokens(parsed)
@@ -97,13 +101,13 @@ def traffic_entry(record: Exchange, parsed: ParsedExchange, cassette: str, model
         unknown_events=_unknown_events(parsed.unknown_events),
         end_us=record.timing.end,
         load=load_tag(record.tags),
-        last_read_us=sum(reads) if reads else None,
+        last_read_us=facts.last_read_us,
         upstream=record.upstream.url,
         settings=request_settings(parsed),
-        response_id=response_id,
+        response_id=facts.response_id,
         finish_reason=short_name(parsed.finish_reason),
         request_fp=request.fp or None,
-        session_keys=keys,
+        session_keys=session_keys(record, parsed),
     )
 
 

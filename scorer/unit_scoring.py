@@ -30,6 +30,7 @@ from bench.core.errors import CassetteError
 from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange, compact_itl
 from bench.scorer import parse_cache
+from bench.scorer.answer_facts import AnswerFacts, answer_facts
 from bench.scorer.checks import check_deadlines
 from bench.scorer.context import Turn
 from bench.scorer.failures import EVALUATOR_ERROR
@@ -253,17 +254,18 @@ class _UnitScorer:
 
     def parse_once(
         self, record: Exchange, max_tokens: int | None = None, deadline_us: int | None = None
-    ) -> ParsedExchange:
-        """The one place a unit parses: from the parse cache when it holds this record's parse. Its gaps are compacted
-        here, once, for its traffic line and its turn alike."""
+    ) -> tuple[ParsedExchange, AnswerFacts]:
+        """The one place a unit parses: from the parse cache when it holds this record's parse (and its answer's
+        facts, for its traffic line). Its gaps are compacted here, once, for its traffic line and its turn alike."""
         if self.cache is None:
             parsed = parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us)
+            facts = answer_facts(record)
         else:
-            parsed = self.cache.parse(record, self.digest, max_tokens=max_tokens, deadline_us=deadline_us)
+            parsed, facts = self.cache.parse(record, self.digest, max_tokens=max_tokens, deadline_us=deadline_us)
         parsed.timing.itl_us = compact_itl(parsed.timing.itl_us)
-        return parsed
+        return parsed, facts
 
-    def parse(self, record: Exchange, *, warn: bool = True) -> ParsedExchange | None:
+    def parse(self, record: Exchange, *, warn: bool = True) -> tuple[ParsedExchange, AnswerFacts] | None:
         try:
             return self.parse_once(record, self.opts.max_tokens, self.opts.deadline_us)
         except MALFORMED as exc:
@@ -287,10 +289,11 @@ class _UnitScorer:
         key: Key = (str(tags.get("run") or self.run or ""), model, str(test_id), to_int(tags.get("epoch")))
         if not self.unit.mine(key):
             return
-        parsed = self.parse(record, warn=self.unit.shard == 0 or self.unit.shards == 1)
-        if parsed is None:
+        got = self.parse(record, warn=self.unit.shard == 0 or self.unit.shards == 1)
+        if got is None:
             return
-        self.out.traffic.append(traffic_entry(record, parsed, self.rel, model))
+        parsed, facts = got
+        self.out.traffic.append(traffic_entry(record, parsed, self.rel, model, facts))
         self.groups.setdefault(key, Group()).add(slim(parsed, self.rel), parsed)
 
     def _claimed(self, record: Exchange, model: str, tagged: bool) -> bool:
@@ -305,17 +308,18 @@ class _UnitScorer:
             if mine:
                 # A malformed exchange is reported where the tagged exchange is parsed again.
                 with contextlib.suppress(*MALFORMED):
-                    self._add_claims(mine, self.parse_once(record))
+                    self._add_claims(mine, self.parse_once(record)[0])
             return True
         self.untagged += 1
         reports = self.unit.reports(record.id)
         if not mine and not reports:
             return False
-        parsed = self.parse(record)
-        if parsed is None:
+        got = self.parse(record)
+        if got is None:
             return False
+        parsed, facts = got
         if reports:
-            self.out.traffic.append(traffic_entry(record, parsed, self.rel, model))
+            self.out.traffic.append(traffic_entry(record, parsed, self.rel, model, facts))
         self._add_claims(mine, parsed)
         return False
 

@@ -24,6 +24,7 @@ from bench.core.cassette import CassetteReader, read_cassette
 from bench.core.cassette.writer import CassetteWriter
 from bench.core.parse import parse_exchange
 from bench.scorer import parse_cache
+from bench.scorer.answer_facts import AnswerFacts, answer_facts
 from bench.scorer.checked_catalog import load_catalog
 from bench.scorer.rescore import Request, rescore
 from bench.scorer.synth import exchange_record
@@ -264,8 +265,9 @@ def test_eviction_takes_other_parser_versions_first(tmp_path: Path) -> None:
 
 
 def test_round_trip_is_the_parse(tmp_path: Path) -> None:
-    """Every field parse_exchange returns comes back equal from an entry, for real and odd answers (a body whose
-    content is a list, usage nested, a Responses API stream, tool calls, findings, unknown events)."""
+    """Every field parse_exchange returns, and the answer's facts, come back equal from an entry, for real and odd
+    answers (a body whose content is a list, usage nested, a Responses API stream, tool calls, findings, unknown
+    events)."""
     _, records = read_cassette(SHIPPED)
     body = b'{"choices":[{"message":{"content":[{"type":"text","text":"hi"}],"tool_calls":[{"function":'
     body += b'{"name":"f","arguments":{"a":1}}}]},"finish_reason":7}],"usage":{"x":{"y":[1,2.5,null,true]}},"model":3}'
@@ -282,10 +284,10 @@ def test_round_trip_is_the_parse(tmp_path: Path) -> None:
     for record in [*records, odd, responses]:
         for budget in ({}, {"max_tokens": 2}, {"deadline_us": 1}):
             want = parse_exchange(record, **budget)
-            entry = parse_cache.entry_of(parse_exchange(record, **budget))
-            got = parse_cache.parsed_of(
-                msgspec.msgpack.decode(msgspec.msgpack.encode(entry), type=parse_cache.Entry), record
-            )
+            entry = parse_cache.entry_of(parse_exchange(record, **budget), answer_facts(record))
+            back = msgspec.msgpack.decode(msgspec.msgpack.encode(entry), type=parse_cache.Entry)
+            assert back.facts == answer_facts(record)
+            got = parse_cache.parsed_of(back, record)
             assert isinstance(got.timing.itl_us, array)  # the gaps come back compact, as the scorer holds them
             got.timing.itl_us = list(got.timing.itl_us)
             assert got == want, record.id
@@ -296,7 +298,7 @@ def test_gaps_round_trip_packed(gaps: list[int]) -> None:
     """Gaps past int32 take int64; either way they come back as the same integers in the array compact_itl makes."""
     parsed = parse_exchange(exchange_record([b'data: {"choices":[]}\n\n'], id="g", request={"model": "m"}))
     parsed.timing.itl_us = list(gaps)
-    value = msgspec.msgpack.encode(parse_cache.entry_of(parsed))
+    value = msgspec.msgpack.encode(parse_cache.entry_of(parsed, AnswerFacts(None, None)))
     got = parse_cache.parsed_of(msgspec.msgpack.decode(value, type=parse_cache.Entry), exchange_record([b""], id="g"))
     assert isinstance(got.timing.itl_us, array) and got.timing.itl_us.tolist() == gaps
     assert got.timing.itl_us.typecode == ("i" if all(-(2**31) <= g < 2**31 for g in gaps) else "q")
@@ -308,11 +310,11 @@ def test_gaps_that_are_no_whole_integers_are_a_miss(tmp_path: Path) -> None:
     want = parse_exchange(record)
     cache = parse_cache.ParseCache(tmp_path / "c")
     digest = bytes(16)
-    first = cache.parse(record, lambda: digest)  # a miss, written
+    first, _ = cache.parse(record, lambda: digest)  # a miss, written
     assert first.timing.itl_us == array("i", want.timing.itl_us)
     cache.flush()
     key = parse_cache.key_of(digest, None, None)
-    entry = parse_cache.entry_of(parse_exchange(record))
+    entry = parse_cache.entry_of(parse_exchange(record), answer_facts(record))
     entry.timing.itl_us += b"\x01"  # 9 bytes: two gaps and a stray byte
     value = msgspec.msgpack.encode(entry)
     db = cache._connect()
@@ -321,9 +323,23 @@ def test_gaps_that_are_no_whole_integers_are_a_miss(tmp_path: Path) -> None:
         db.execute(
             "UPDATE parses SET value = ?, check_ = ? WHERE key = ?", (value, parse_cache._check(key, value), key)
         )
-    got = cache.parse(record, lambda: digest)
+    got, _ = cache.parse(record, lambda: digest)
     got.timing.itl_us = list(got.timing.itl_us)
     assert got == want and (cache.stats.bad, cache.stats.misses) == (1, 2)
+    cache.close()
+
+
+def test_a_hit_reads_no_read_of_the_record(tmp_path: Path) -> None:
+    """The answer's id and last read come from the entry: a hit gives them for a record whose reads are gone."""
+    first = b'data: {"id":"chatcmpl-7","choices":[{"delta":{"content":"a"}}]}\n\n'
+    record = exchange_record([first, first.replace(b'"a"', b'"b"')], id="x", event_us=25)
+    cache = parse_cache.ParseCache(tmp_path / "c")
+    _, facts = cache.parse(record, lambda: bytes(16))
+    assert facts == AnswerFacts("chatcmpl-7", 50)
+    cache.flush()
+    record.response.chunks, record.response.chunk_us = [], []
+    parsed, again = cache.parse(record, lambda: bytes(16))
+    assert again == facts and parsed.content == "ab" and cache.stats.hits == 1
     cache.close()
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from bench.core.parse import parse_exchange
 from bench.scorer.results import SessionKeys, TrafficLine
-from bench.scorer.sessions import SessionLinker, link_all, new_session, session_keys
+from bench.scorer.sessions import SessionLinker, link_all, new_session, response_id, session_keys
 from tests.support.records import exchange
 
 
@@ -21,7 +21,7 @@ def _record(path: str, body: dict[str, Any], chunks: list[bytes], headers: list[
 
 
 def _keys(record: Any) -> tuple[str | None, SessionKeys]:
-    return session_keys(record, parse_exchange(record))
+    return response_id(record), session_keys(record, parse_exchange(record))
 
 
 CHAT_CALL = (
