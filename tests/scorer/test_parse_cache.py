@@ -343,6 +343,36 @@ def test_a_hit_reads_no_read_of_the_record(tmp_path: Path) -> None:
     cache.close()
 
 
+def _record(i: int) -> Any:
+    return exchange_record([b'data: {"choices":[{"delta":{"content":"%d"}}]}\n\n' % i] * 2, id=f"x{i}", event_us=10)
+
+
+def test_look_ups_share_a_read_snapshot_that_ends_before_a_write_and_every_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's entry, written while this one reads in one snapshot: seen once READS look-ups end that
+    snapshot, and this one's own writes are not refused for starting from the old one (SQLite's busy snapshot)."""
+    monkeypatch.setattr(parse_cache, "READS", 4)
+    reader, writer = parse_cache.ParseCache(tmp_path / "c"), parse_cache.ParseCache(tmp_path / "c")
+    reader.parse(_record(0), lambda: bytes(16))  # a miss: its look-up opened the snapshot
+    writer.parse(_record(1), lambda: b"\x01" * 16)
+    writer.flush()
+    assert writer.stats.written == 1
+    reader.parse(_record(1), lambda: b"\x01" * 16)  # the snapshot is older than the writer's entry
+    assert (reader.stats.hits, reader.stats.misses) == (0, 2)
+    reader.flush()  # ends the snapshot, then writes its two entries
+    assert (reader.stats.written, reader.stats.dropped) == (2, 0)
+    writer.parse(_record(2), lambda: b"\x02" * 16)
+    writer.flush()
+    for _ in range(4):  # READS look-ups: the fourth ends the snapshot it began with
+        reader.parse(_record(0), lambda: bytes(16))
+    assert reader.stats.hits == 4
+    parsed, _ = reader.parse(_record(2), lambda: b"\x02" * 16)
+    assert reader.stats.hits == 5 and parsed.content == "22"
+    reader.close()
+    writer.close()
+
+
 def test_gaps_past_int32_read_back_from_the_cache_exactly(tmp_path: Path, catalog: Catalog, folder: Path) -> None:
     """A 50-minute stall between two events (past 32 bits): the scores file and its traffic line hold it, the same
     bytes with a cold cache, a warm one and none."""
