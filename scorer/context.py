@@ -18,9 +18,9 @@ from bench.catalog.model import TestSpec
 from bench.workspace import ToolResult, ToolWorkspace
 
 
-@dataclass(frozen=True)
-class Call:
-    """One tool call as the client assembled it."""
+class Call(msgspec.Struct, frozen=True, gc=False):
+    """One tool call as the client assembled it. (Structs, as Turn: one is made per call of every exchange a rescore
+    reads, and a frozen dataclass's fields are set one by one through object.__setattr__.)"""
 
     index: int
     id: str | None
@@ -51,9 +51,9 @@ class TurnTiming(msgspec.Struct, frozen=True, gc=False):
     end_us: int | None = None  # the whole response read, microseconds after started_us
 
 
-@dataclass(frozen=True)
-class Turn:
-    """One exchange, reduced to what the client saw and its timing."""
+class Turn(msgspec.Struct, frozen=True, gc=False):
+    """One exchange, reduced to what the client saw and its timing (made for every exchange a rescore scores: a
+    Struct, built in ~0.2 us where a frozen dataclass of these fields took ~2.6)."""
 
     id: str
     turn: int
@@ -70,7 +70,7 @@ class Turn:
     model: str | None = None
     system_fingerprint: str | None = None
     usage: dict[str, Any] | None = None
-    timing: TurnTiming = field(default_factory=TurnTiming)
+    timing: TurnTiming = msgspec.field(default_factory=TurnTiming)
     # The cassette holding it, as results name cassettes: a run recorded by several workers is read as one, and one
     # conversation's exchanges can be in several of its shards (where ids repeat).
     cassette: str = ""
