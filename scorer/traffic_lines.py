@@ -116,6 +116,8 @@ MAX_UNKNOWN_KINDS = 32
 
 
 def _unknown_events(counts: Mapping[str, int]) -> dict[str, int]:
+    if not counts:
+        return {}  # the usual case
     kept = dict(sorted(counts.items())[:MAX_UNKNOWN_KINDS])
     named = {short_name(k) or "": v for k, v in kept.items()}
     rest = sum(counts.values()) - sum(kept.values())
