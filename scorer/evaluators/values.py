@@ -65,28 +65,33 @@ def is_matcher(spec: Any) -> bool:
 
 
 def match_value(present: bool, got: Any, spec: Any) -> tuple[bool, str]:
-    """(matched, why-not) for one argument value against a literal or a matcher."""
+    """(matched, why-not) for one argument value against a literal or a matcher; why-not is "" when it matched
+    (written only for a mismatch: the repr of a long argument cost more than the comparison)."""
     if not is_matcher(spec):
         if not present:
             return False, "missing"
-        return values_equal(got, spec), f"{got!r} != {spec!r}"
+        ok = values_equal(got, spec)
+        return ok, "" if ok else f"{got!r} != {spec!r}"
     kind, want = next(iter(spec.items()))
     if kind == "one_of":
         if not isinstance(want, list | tuple):
             raise ArgError("one_of must be a list")
         if not present:
             return None in want, "missing"
-        return any(values_equal(got, w) for w in want), f"{got!r} not one of {list(want)!r}"
+        ok = any(values_equal(got, w) for w in want)
+        return ok, "" if ok else f"{got!r} not one of {list(want)!r}"
     if not present:
         return False, "missing"
     if kind == "any":
         return True, ""
     if kind == "exact":
-        return values_equal(got, want, strict_strings=True), f"{got!r} != {want!r}"
+        ok = values_equal(got, want, strict_strings=True)
+        return ok, "" if ok else f"{got!r} != {want!r}"
     if kind == "contains":
         if not isinstance(want, str):
             raise ArgError("contains must be a string")
-        return isinstance(got, str) and want.casefold() in got.casefold(), f"{got!r} does not contain {want!r}"
+        ok = isinstance(got, str) and want.casefold() in got.casefold()
+        return ok, "" if ok else f"{got!r} does not contain {want!r}"
     if kind == "regex":
         if not isinstance(want, str):
             raise ArgError("regex must be a string")
@@ -94,8 +99,8 @@ def match_value(present: bool, got: Any, spec: Any) -> tuple[bool, str]:
             ok = isinstance(got, str) and re.search(want, got) is not None
         except re.error as exc:
             raise ArgError(f"regex {want!r} is invalid: {exc}") from None
-        return ok, f"{got!r} does not match /{want}/"
+        return ok, "" if ok else f"{got!r} does not match /{want}/"
     if not isinstance(want, str):
         raise ArgError("path must be a string")
     ok = isinstance(got, str) and normalize_path(got) == normalize_path(want)
-    return ok, f"{got!r} is not the path {want!r}"
+    return ok, "" if ok else f"{got!r} is not the path {want!r}"

@@ -281,3 +281,19 @@ def test_other_literals_compare_with_equality() -> None:
     assert match_value(True, datetime.date(2024, 1, 5), day)[0] is True
     assert match_value(True, datetime.date(2024, 1, 6), day)[0] is False
     assert match_value(True, "2024-01-05", day)[0] is False
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ("Paris", "'Lyon' != 'Paris'"),
+        ({"exact": "Paris"}, "'Lyon' != 'Paris'"),
+        ({"one_of": ["Paris", "Rome"]}, "'Lyon' not one of ['Paris', 'Rome']"),
+        ({"contains": "par"}, "'Lyon' does not contain 'par'"),
+        ({"regex": "^P"}, "'Lyon' does not match /^P/"),
+        ({"path": "Paris"}, "'Lyon' is not the path 'Paris'"),
+    ],
+)
+def test_a_mismatch_says_why_and_a_match_says_nothing(spec: object, why: str) -> None:
+    assert match_value(True, "Lyon", spec) == (False, why)
+    assert match_value(True, "Paris", spec) == (True, "")
