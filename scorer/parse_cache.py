@@ -262,6 +262,19 @@ class ParseCache:
         self._touch: list[tuple[int, bytes]] = []
         self._now = int(time.time())
         self._reads = 0  # look-ups in the read transaction open
+        # What `holds` found, for the `parse` that follows: key, entry (None: a miss), whether to touch it.
+        self._held: tuple[bytes, Entry | None, bool] | None = None
+
+    def holds(self, digest: bytes, *, max_tokens: int | None = None, deadline_us: int | None = None) -> bool:
+        """Whether an entry (checked, decoded) holds the parse of the payload with this digest: the reader then
+        skips the exchange's reads (CassetteReader's `skip_reads`), and `parse` uses the entry found here."""
+        db = None if self._off else self._connect()
+        if db is None:
+            return False
+        key = key_of(digest, max_tokens, deadline_us)
+        found = self._entry(db, key)
+        self._held = (key, None, False) if found is None else (key, *found)
+        return found is not None
 
     def parse(
         self,
@@ -270,13 +283,16 @@ class ParseCache:
         *,
         max_tokens: int | None = None,
         deadline_us: int | None = None,
+        whole: Callable[[Exchange], Exchange] | None = None,
     ) -> tuple[ParsedExchange, AnswerFacts]:
         """parse_exchange(record, ...) and answer_facts(record), from the cache when an entry holds them. `digest`
-        gives the record's checked payload digest (None: not cacheable). Raises what parse_exchange raises (nothing is
-        kept then)."""
+        gives the record's checked payload digest (None: not cacheable); `whole` the record with its reads when the
+        reader skipped them (a miss, with budgets other than those `holds` was asked with). Raises what
+        parse_exchange raises (nothing is kept then)."""
         db = None if self._off else self._connect()
         raw = digest() if db is not None else None
         if db is None or raw is None:
+            record = whole(record) if whole is not None else record
             return parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us), answer_facts(record)
         key = key_of(raw, max_tokens, deadline_us)
         found = self._get(db, key, record)
@@ -284,12 +300,34 @@ class ParseCache:
             self.stats.hits += 1
             return found
         self.stats.misses += 1
+        record = whole(record) if whole is not None else record
         parsed = parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us)
         facts = answer_facts(record)
         self._put(key, parsed, facts)
         return parsed, facts
 
     def _get(self, db: sqlite3.Connection, key: bytes, record: Exchange) -> tuple[ParsedExchange, AnswerFacts] | None:
+        held = self._held
+        if held is not None and held[0] == key:  # looked up by `holds` a moment ago (a miss is not looked up again)
+            entry, touch = held[1], held[2]
+        else:
+            found = self._entry(db, key)
+            entry, touch = found if found is not None else (None, False)
+        if entry is None:
+            return None
+        try:
+            parsed = parsed_of(entry, record)
+        except ValueError:
+            self.stats.bad += 1
+            return None
+        if touch:
+            self._touch.append((self._now, key))
+            if held is not None and held[0] == key:
+                self._held = (key, entry, False)  # touched once
+        return parsed, entry.facts
+
+    def _entry(self, db: sqlite3.Connection, key: bytes) -> tuple[Entry, bool] | None:
+        """The entry under `key`, checked and decoded, and whether its last use is to be written; None: a miss."""
         try:
             if not db.in_transaction:
                 db.execute("BEGIN")
@@ -310,13 +348,12 @@ class ParseCache:
             if not isinstance(value, bytes) or len(value) > MAX_ENTRY or check != _check(key, value):
                 raise ValueError("checksum")
             entry = _DECODER.decode(value)
-            parsed = parsed_of(entry, record)
+            if len(entry.timing.itl_us) % (8 if entry.timing.wide else 4):
+                raise ValueError("gaps that are no whole number of integers")  # a held entry must rebuild its parse
         except (ValueError, TypeError, RecursionError, msgspec.DecodeError):
             self.stats.bad += 1
             return None
-        if not isinstance(used, int) or self._now - used > TOUCH_S:
-            self._touch.append((self._now, key))
-        return parsed, entry.facts
+        return entry, not isinstance(used, int) or self._now - used > TOUCH_S
 
     def _put(self, key: bytes, parsed: ParsedExchange, facts: AnswerFacts) -> None:
         try:

@@ -343,6 +343,30 @@ def test_a_hit_reads_no_read_of_the_record(tmp_path: Path) -> None:
     cache.close()
 
 
+def test_a_reader_skips_the_reads_of_held_parses_and_a_miss_with_other_budgets_reads_them(
+    tmp_path: Path, sample: Path, n_sample: int
+) -> None:
+    cache = parse_cache.ParseCache(tmp_path / "c")
+    full = CassetteReader(sample)
+    wanted = [(parse_exchange(r), parse_exchange(r, max_tokens=3), full.digest()) for r in full]
+    for record, (_, _, digest) in zip(CassetteReader(sample), wanted, strict=True):
+        cache.parse(record, lambda digest=digest: digest)  # the first rescore: every parse kept, unbudgeted
+    cache.flush()
+    reader = CassetteReader(sample, skip_reads=cache.holds)
+    wholes = []
+    for record, (plain, budgeted, _) in zip(reader, wanted, strict=True):
+        assert record.response.chunks == []  # held: its reads were not decoded
+        parsed, _ = cache.parse(record, reader.digest, whole=reader.whole)
+        assert parsed.content == plain.content and parsed.timing.n_events == plain.timing.n_events
+        # Another budget is another key: a miss, parsed from the reads `whole` decodes after all.
+        parsed, _ = cache.parse(
+            record, reader.digest, max_tokens=3, whole=lambda r: wholes.append(r) or reader.whole(r)
+        )
+        assert (parsed.content, parsed.findings) == (budgeted.content, budgeted.findings)
+    assert len(wholes) == n_sample and cache.stats.hits == n_sample
+    cache.close()
+
+
 def _record(i: int) -> Any:
     return exchange_record([b'data: {"choices":[{"delta":{"content":"%d"}}]}\n\n' % i] * 2, id=f"x{i}", event_us=10)
 

@@ -54,12 +54,7 @@ def _column(times: list[int]) -> tuple[int, bytes]:
 def split(data: bytes | memoryview) -> tuple[bytes | memoryview, list[int] | None]:
     """(msgpack record, times or None) from a v2 payload; ValueError if it is not one. A view in, views out: the
     record is not copied on its way to the decoder."""
-    if len(data) < HEAD.size:
-        raise ValueError("payload shorter than its column header")
-    kind, n = HEAD.unpack_from(data)
-    end = HEAD.size + n
-    if end > len(data):
-        raise ValueError("column longer than its payload")
+    kind, end = _head(data)
     if kind == SHUFFLED:  # the writer's column: first
         return data[end:], _unshuffle(data[HEAD.size : end])
     column = data[HEAD.size : end]
@@ -74,14 +69,34 @@ def split(data: bytes | memoryview) -> tuple[bytes | memoryview, list[int] | Non
     raise ValueError(f"unknown or malformed time column (kind {kind})")
 
 
-def record_part(data: bytes | memoryview) -> memoryview:
-    """The msgpack record of a v2 payload without decoding its column (for readers that need a field or two)."""
+def counted(data: bytes | memoryview) -> tuple[bytes | memoryview, int | None]:
+    """(msgpack record, how many times its column holds) from a v2 payload, without decoding the times: None for no
+    column. ValueError for a payload that is not one, or a column that is not a whole uint32 one (a LIST column is
+    decoded and checked by `split`, so it is refused here too)."""
+    kind, end = _head(data)
+    if kind == NONE:
+        return data[end:], None
+    n = end - HEAD.size
+    if kind != SHUFFLED or n % _WIDE:
+        raise ValueError("not a whole uint32 time column")
+    return data[end:], n // _WIDE
+
+
+def _head(data: bytes | memoryview) -> tuple[int, int]:
+    """(column kind, where the record starts) of a v2 payload; ValueError if it is not one."""
     if len(data) < HEAD.size:
         raise ValueError("payload shorter than its column header")
-    _, n = HEAD.unpack_from(data)
-    if HEAD.size + n > len(data):
+    kind, n = HEAD.unpack_from(data)
+    end = HEAD.size + n
+    if end > len(data):
         raise ValueError("column longer than its payload")
-    return memoryview(data)[HEAD.size + n :]
+    return kind, end
+
+
+def record_part(data: bytes | memoryview) -> memoryview:
+    """The msgpack record of a v2 payload without decoding its column (for readers that need a field or two)."""
+    _, end = _head(data)
+    return memoryview(data)[end:]
 
 
 def _unshuffle(column: bytes | memoryview) -> list[int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import mmap
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +26,26 @@ from bench.core.cassette import columns, frames
 from bench.core.cassette.envelope import Unframer
 from bench.core.cassette.format import END, EXCHANGE, FORMAT_NAME, FORMAT_VERSION, HEADER, PART, SUFFIX, ZSTD_MAGIC
 from bench.core.cassette.migrate import upgrade
-from bench.core.cassette.records import DamagedRecord, End, Exchange, Header, Part, from_map
+from bench.core.cassette.records import DamagedRecord, End, Exchange, Header, Part, Response, from_map
 from bench.core.errors import CassetteError
 from bench.core.storage import Location, find_urls, is_url
 
 NO_END = "no end record (the recorder was killed or is still writing)"
 # Every record after the header is an exchange, a part of one, or the end record, told apart by their `kind`.
 _DECODER = msgspec.msgpack.Decoder(Exchange | End | Part)
+
+
+class _ReadsUnread(Response, kw_only=True, gc=False):
+    """A response whose reads are skipped undecoded (`skip_reads`): msgspec passes over them as one raw value."""
+
+    chunks: msgspec.Raw = msgspec.Raw(b"\x90")  # type: ignore[assignment]  # replaced by [] before it is returned
+
+
+class _ReadsSkipped(Exchange, tag=EXCHANGE, omit_defaults=True, gc=False):
+    response: _ReadsUnread = msgspec.field(default_factory=_ReadsUnread)
+
+
+_SKIPPING = msgspec.msgpack.Decoder(_ReadsSkipped)
 
 
 _TIMES_MISFIT = "{} arrival time(s) for {} read(s)"
@@ -79,8 +92,16 @@ class CassetteReader:
     `response.parts` left as written (every part checked to be there), never its whole body: replay indexes large
     answers this way and reads their parts from the file as it serves them (bench.proxy.replay_body)."""
 
-    def __init__(self, path: Path | str, *, part_bodies: bool = True) -> None:
+    def __init__(
+        self, path: Path | str, *, part_bodies: bool = True, skip_reads: Callable[[bytes], bool] | None = None
+    ) -> None:
         self.part_bodies = part_bodies
+        # Asked with each exchange's payload digest: True returns it without its reads (`chunks`, `chunk_us` empty;
+        # every other field decoded and checked, the reads' and times' counts checked to agree). For a caller that
+        # holds what it needs of the reads under that digest (the parse cache); `whole()` decodes them after all.
+        self.skip_reads = skip_reads
+        self._digest: bytes | None = None
+        self._skipped_reads = False
         # A URL (s3://, memory://, ...) is read through fsspec (bench.core.storage); anything else is a local path.
         self.path: Path | str = path if is_url(path) else Path(path)
         self.end: End | None = None
@@ -282,6 +303,13 @@ class CassetteReader:
     def _decode(self, seq: int, payload: bytes | memoryview) -> Exchange | None:
         """The exchange a checked payload holds, every field's type and bound checked as it is decoded; None for the
         end record, a part record (kept for its exchange), a kind this bench does not know or a malformed record."""
+        if self.skip_reads is not None and self.version >= FORMAT_VERSION:
+            self._digest = xxhash.xxh3_128_digest(payload)
+            if self.skip_reads(self._digest):
+                skeleton = self._without_reads(payload)
+                if skeleton is not None:
+                    return skeleton
+        self._skipped_reads = False
         try:
             packed, times = columns.split(payload)
         except ValueError as exc:
@@ -320,6 +348,38 @@ class CassetteReader:
         self._parts[seq] = record
         return None
 
+    def _without_reads(self, payload: bytes | memoryview) -> Exchange | None:
+        """The exchange without its reads, or None: not a plain exchange with a uint32 time column and reads that
+        decode as such (a part record, the end record, parts, damage): the whole decode then reads and judges it."""
+        try:
+            column, count = columns.counted(payload)
+            record = _SKIPPING.decode(column)
+        except (ValueError, RecursionError, msgspec.DecodeError):
+            return None
+        response = record.response
+        reads = _array_len(response.chunks)
+        times = len(response.chunk_us) if count is None else count  # no column: the times the map held, if any
+        if response.parts or reads is None or times not in (0, reads):
+            return None
+        response.chunks, response.chunk_us = [], []  # type: ignore[assignment]
+        self._payload = payload
+        self._skipped_reads = True
+        return record
+
+    def whole(self, record: Exchange) -> Exchange:
+        """The exchange last returned, with its reads: decoded now when they were skipped (`skip_reads`)."""
+        if not self._skipped_reads or self._payload is None:
+            return record
+        try:
+            full = exchange_of_payload(self._payload, self.version)
+        except PAYLOAD_ERRORS:
+            full = None
+        if full is None:
+            # Its reads were skipped because a parse is held under this payload's digest, and such a parse is kept
+            # only for a payload that decoded whole: only another payload with the same 128-bit digest gets here.
+            raise CassetteError(f"{self.path}: exchange {record.id!r}: its reads do not decode; the file is damaged")
+        return full
+
     def _undecodable(self, packed: bytes | memoryview, exc: msgspec.DecodeError) -> None:
         """Not a record of a kind this bench knows, or a known kind with fields of other types: find out which."""
         try:
@@ -356,7 +416,11 @@ class CassetteReader:
         """XXH3-128 of the payload of the exchange last returned, as its checksum verified it: a key for what is
         derived from the record alone (bench.scorer.parse_cache). None for an exchange whose body came in part records
         or from a v1 file (no checked payload), and outside the iteration."""
-        return None if self._payload is None else xxhash.xxh3_128_digest(self._payload)
+        if self._payload is None:
+            return None
+        if self._digest is not None and self.skip_reads is not None:
+            return self._digest  # computed when the payload was read
+        return xxhash.xxh3_128_digest(self._payload)
 
     def _from_map(self, packed: bytes | memoryview, times: list[int] | None) -> Exchange | None:
         try:
@@ -438,6 +502,21 @@ class CassetteReader:
         if self.error is None:
             return None
         return f"{self.path}: read {self.exchanges} exchange(s); {self.error}"
+
+
+def _array_len(raw: msgspec.Raw) -> int | None:
+    """How many items a msgpack array holds, from its header; None if it is not one."""
+    view = memoryview(raw)
+    if not view:
+        return None
+    first = view[0]
+    if 0x90 <= first <= 0x9F:
+        return first & 0x0F
+    if first == 0xDC and len(view) >= 3:
+        return int.from_bytes(view[1:3], "big")
+    if first == 0xDD and len(view) >= 5:
+        return int.from_bytes(view[1:5], "big")
+    return None
 
 
 # What a damaged payload can raise when decoded (RecursionError: nested past what the decoder follows).
