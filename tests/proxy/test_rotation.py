@@ -148,11 +148,14 @@ async def test_each_rotated_cassette_is_uploaded_when_closed(
     assert not list(spool.glob("*/*.cassette")), "every local copy is removed once verified"
     s3.invalidate_cache()
     names = sorted(n for n in s3.ls(f"{BUCKET}/rotated") if n.endswith(".cassette"))
-    assert len(names) == 2
+    held = []
     for name in names:
         local = tmp_path / Path(name).name
         s3.get_file(name, str(local))
-        assert len(records_of_one(local)) == 1
+        held.append(len(records_of_one(local)))
+    # One exchange per cassette. The rotation watcher (every CHECK_S) may also have rotated after the second exchange
+    # and before the stop took effect: that last cassette, closed cleanly, holds none.
+    assert held[:2] == [1, 1] and held[2:] in ([], [0]), held
 
 
 def records_of_one(path: Path) -> list[Exchange]:
