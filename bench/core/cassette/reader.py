@@ -101,7 +101,6 @@ class CassetteReader:
         # holds what it needs of the reads under that digest (the parse cache); `whole()` decodes them after all.
         self.skip_reads = skip_reads
         self._digest: bytes | None = None
-        self._skipped_reads = False
         # A URL (s3://, memory://, ...) is read through fsspec (bench.core.storage); anything else is a local path.
         self.path: Path | str = path if is_url(path) else Path(path)
         self.end: End | None = None
@@ -309,7 +308,6 @@ class CassetteReader:
                 skeleton = self._without_reads(payload)
                 if skeleton is not None:
                     return skeleton
-        self._skipped_reads = False
         try:
             packed, times = columns.split(payload)
         except ValueError as exc:
@@ -363,12 +361,11 @@ class CassetteReader:
             return None
         response.chunks, response.chunk_us = [], []  # type: ignore[assignment]
         self._payload = payload
-        self._skipped_reads = True
         return record
 
     def whole(self, record: Exchange) -> Exchange:
         """The exchange last returned, with its reads: decoded now when they were skipped (`skip_reads`)."""
-        if not self._skipped_reads or self._payload is None:
+        if not isinstance(record, _ReadsSkipped) or self._payload is None:
             return record
         try:
             full = exchange_of_payload(self._payload, self.version)
