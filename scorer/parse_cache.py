@@ -291,40 +291,31 @@ class ParseCache:
         parse_exchange raises (nothing is kept then)."""
         db = None if self._off else self._connect()
         raw = digest() if db is not None else None
-        if db is None or raw is None:
-            record = whole(record) if whole is not None else record
-            return parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us), answer_facts(record)
-        key = key_of(raw, max_tokens, deadline_us)
-        found = self._get(db, key, record)
-        if found is not None:
-            self.stats.hits += 1
-            return found
-        self.stats.misses += 1
-        record = whole(record) if whole is not None else record
-        parsed = parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us)
-        facts = answer_facts(record)
-        self._put(key, parsed, facts)
+        key = None if raw is None else key_of(raw, max_tokens, deadline_us)
+        if db is not None and key is not None:
+            found = self._get(db, key, record)
+            if found is not None:
+                self.stats.hits += 1
+                return found
+            self.stats.misses += 1
+        parsed, facts = parse_record(whole(record) if whole is not None else record, max_tokens, deadline_us)
+        if key is not None:
+            self._put(key, parsed, facts)
         return parsed, facts
 
     def _get(self, db: sqlite3.Connection, key: bytes, record: Exchange) -> tuple[ParsedExchange, AnswerFacts] | None:
         held = self._held
         if held is not None and held[0] == key:  # looked up by `holds` a moment ago (a miss is not looked up again)
-            entry, touch = held[1], held[2]
+            _, entry, touch = held
+            self._held = (key, entry, False)  # touched once
         else:
-            found = self._entry(db, key)
-            entry, touch = found if found is not None else (None, False)
+            entry, touch = self._entry(db, key) or (None, False)
         if entry is None:
-            return None
-        try:
-            parsed = parsed_of(entry, record)
-        except ValueError:
-            self.stats.bad += 1
             return None
         if touch:
             self._touch.append((self._now, key))
-            if held is not None and held[0] == key:
-                self._held = (key, entry, False)  # touched once
-        return parsed, entry.facts
+        # `_entry` checked what parsed_of could find wrong (the gaps' length): a held entry rebuilds its parse.
+        return parsed_of(entry, record), entry.facts
 
     def _entry(self, db: sqlite3.Connection, key: bytes) -> tuple[Entry, bool] | None:
         """The entry under `key`, checked and decoded, and whether its last use is to be written; None: a miss."""
@@ -459,6 +450,13 @@ class ParseCache:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
             self._db = None
+
+
+def parse_record(
+    record: Exchange, max_tokens: int | None = None, deadline_us: int | None = None
+) -> tuple[ParsedExchange, AnswerFacts]:
+    """What an entry holds, made from the record: its parse (parse_exchange) and its answer's facts."""
+    return parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us), answer_facts(record)
 
 
 def _open(path: Path) -> sqlite3.Connection:

@@ -28,17 +28,22 @@ from bench.core.cassette.records import Exchange, ServerInfo
 from bench.core.cassette.runs import in_start_order
 from bench.core.endpoints import endpoint_of
 from bench.core.errors import CassetteError
-from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange, compact_itl
 from bench.scorer import parse_cache
-from bench.scorer.answer_facts import AnswerFacts, answer_facts
+from bench.scorer.answer_facts import AnswerFacts
 from bench.scorer.checks import check_deadlines
 from bench.scorer.context import Turn
 from bench.scorer.failures import EVALUATOR_ERROR
 from bench.scorer.recognise import Recogniser
 from bench.scorer.results import CassetteInfo, Result, TrafficLine, Verdict
 from bench.scorer.rules import Rule, as_chat, rule_spec
-from bench.scorer.scoring import conversation_result, request_settings, score_conversation, slim, to_int
+from bench.scorer.scoring import (
+    conversation_result,
+    request_settings,
+    score_conversation,
+    slim,
+    to_int,
+)
 from bench.scorer.traffic_lines import load_tag, traffic_entry
 
 Key = tuple[str, str, str, int]  # run, model, test, epoch
@@ -194,7 +199,7 @@ def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
                 out.warnings.append(f"{exc} (skipped)")
     if not readers:
         return out
-    scorer = _UnitScorer(unit, catalog, options, readers, out)
+    scorer = _UnitScorer(unit, catalog, options, readers, out, cache)
     if len(readers) > 1:
         out.order = scorer.names[0]
     # Parsing allocates ~1k short-lived acyclic objects per exchange; the cyclic GC rescanning them costs ~10%.
@@ -236,7 +241,13 @@ class _UnitScorer:
     warnings report."""
 
     def __init__(
-        self, unit: Unit, catalog: Catalog, options: Options, readers: list[CassetteReader], out: UnitOutput
+        self,
+        unit: Unit,
+        catalog: Catalog,
+        options: Options,
+        readers: list[CassetteReader],
+        out: UnitOutput,
+        cache: parse_cache.ParseCache | None,
     ) -> None:
         # A run's shards share their header but for `shard`: the first one's says what the run is.
         header = readers[0].header
@@ -244,7 +255,7 @@ class _UnitScorer:
         self.readers = readers
         self.names = [relative_name(r.path, options.base) for r in readers]
         self.replays = [0] * len(readers)
-        self.cache = parse_cache.for_process(options.parse_cache)
+        self.cache = cache
         self.reading(0)
         self.run = header.run.id or None
         self.hashes = dict(header.run.tests) if header.run.tests is not None else None
@@ -265,8 +276,7 @@ class _UnitScorer:
         """The one place a unit parses: from the parse cache when it holds this record's parse (and its answer's
         facts, for its traffic line). Its gaps are compacted here, once, for its traffic line and its turn alike."""
         if self.cache is None:
-            parsed = parse_exchange(record, max_tokens=max_tokens, deadline_us=deadline_us)
-            facts = answer_facts(record)
+            parsed, facts = parse_cache.parse_record(record, max_tokens, deadline_us)
         else:
             parsed, facts = self.cache.parse(
                 record, self.digest, max_tokens=max_tokens, deadline_us=deadline_us, whole=self.whole
