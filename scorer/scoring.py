@@ -86,12 +86,18 @@ def request_settings(p: ParsedExchange) -> dict[str, Any]:
     return {k: body.get(k) for k in SETTINGS_KEYS}
 
 
+def turn_order(t: Turn) -> tuple[int, int, str, str]:
+    """A conversation's exchanges in order: by turn, then attempt (ids repeat across a run's shards: the cassette
+    before the id)."""
+    return (t.turn, t.attempt, t.cassette, t.id)
+
+
 def final_attempts(exchanges: Sequence[Turn]) -> list[Turn]:
     """The last attempt of each turn, in turn order."""
     last: dict[int, Turn] = {}
     for t in exchanges:
         held = last.get(t.turn)
-        if held is None or (t.attempt, t.cassette, t.id) >= (held.attempt, held.cassette, held.id):
+        if held is None or turn_order(t) >= turn_order(held):  # (the same turn: by attempt, cassette, id)
             last[t.turn] = t
     return [last[k] for k in sorted(last)]
 
@@ -140,7 +146,7 @@ def check_entry(test: TestSpec, index: int, score: Score | None) -> CheckScore:
 def conversation_result(exchanges: Sequence[Turn], **identity: Any) -> Result:
     """A result with what its exchanges say (served identity, findings, attempts); the caller's `identity` fields
     (run, test, model…) and the verdict are set on it."""
-    ordered = sorted(exchanges, key=lambda t: (t.turn, t.attempt, t.cassette, t.id))
+    ordered = sorted(exchanges, key=turn_order)
     finals = {(t.cassette, t.id) for t in final_attempts(ordered)}
     last = ordered[-1] if ordered else None
     findings = sorted({f for t in ordered if (t.cassette, t.id) in finals for f in t.findings})

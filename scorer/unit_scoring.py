@@ -43,6 +43,7 @@ from bench.scorer.scoring import (
     score_conversation,
     slim,
     to_int,
+    turn_order,
 )
 from bench.scorer.traffic_lines import load_tag, traffic_entry
 
@@ -391,7 +392,7 @@ class _UnitScorer:
             else:
                 recorded = self.hashes.get(key[2]) if self.hashes is not None else None
             # Named by its first exchange's cassette (where a run's shards hold its exchanges, each names its own).
-            first = min(group.turns, key=lambda t: (t.turn, t.attempt, t.cassette, t.id))
+            first = min(group.turns, key=turn_order)
             result = build_result(key, group, test, recorded, first.cassette)
             if result.status == "unknown":
                 self.out.unknown[key[2]] += 1
