@@ -21,6 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
 from tests.bench.view.browser import chromium  # noqa: E402
 from tests.support.live_recording import percentile, recording_proxy, send, shown_at  # noqa: E402
 from tests.support.upstream import upstream_thread  # noqa: E402
@@ -58,7 +60,8 @@ def main() -> None:
             view, url = start_view(folder)
             try:
                 driver.get(url)
-                driver.find_element("css selector", "#live-stats")
+                # Drawn after the load event (the view asks the API first).
+                WebDriverWait(driver, 60).until(lambda d: d.find_elements("css selector", "#live-stats"))
                 time.sleep(1)
                 ended: dict[str, float] = {}
 

@@ -44,7 +44,8 @@ def test_a_recording_in_progress_appears_exchange_by_exchange(browser: Any, tmp_
         live = Live(folder)
         with serve(open_index([], allow_empty=True), live) as base:
             browser.get(base + "#/live")
-            stats = browser.find_element("css selector", "#live-stats")
+            # The live view is drawn after the page's load event (it asks the API first): wait for it.
+            stats = WebDriverWait(browser, 60).until(lambda d: d.find_element("css selector", "#live-stats"))
             ended = {}
             for test in tests:
                 ended[test] = send(proxy.url, test)
