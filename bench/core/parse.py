@@ -22,9 +22,11 @@ from itertools import accumulate
 import orjson
 
 from bench.core.cassette.records import Exchange
+from bench.core.chunk_runs import ARGUMENTS, CONTENT, chat_run
 from bench.core.chunks import Chunk, Delta, FunctionDelta, decode_chunk, decode_chunks
 from bench.core.decoding import decoded_record_reads
 from bench.core.endpoints import CHAT, RESPONSES, endpoint_of
+from bench.core.event_runs import Run
 from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
 from bench.core.sse import event_payloads
 
@@ -124,20 +126,64 @@ def stop_findings(p: ParsedExchange) -> None:
 def _parse_stream(
     p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None, keep_events: bool
 ) -> None:
+    found = None if keep_events or max_tokens is not None else chat_run(chunks)
+    fold = _Fold(p)
+    if found is not None and _parse_with_run(p, fold, chunks, times, *found):
+        return
+    fold = _Fold(p)
     event_times, datas, cut, budget_cut, done = _stream_events(p, chunks, times, max_tokens)
     if keep_events:
         p.events.extend((t, obj) for t, obj in zip(event_times, map(load_json, datas), strict=True) if obj)
     decoded = decode_chunks(datas)
-    calls: dict[int, ToolCall] = {}
-    token_times, counted, bad_json = _assemble(p, event_times, decoded, calls)
+    fold.events(event_times, decoded)
     # The first chunk that names them, found after the loop: usually the first, so this costs one step.
     p.model = next((c.model for c in decoded if c is not None and c.model), None)
     p.system_fingerprint = next((c.system_fingerprint for c in decoded if c is not None and c.system_fingerprint), None)
-    finish_calls(p, calls)
+    _finish_stream(p, fold, cut, budget_cut, done)
+
+
+def _parse_with_run(
+    p: ParsedExchange, fold: _Fold, chunks: Sequence[bytes], times: Sequence[int], run: Run, template: Chunk, hole: int
+) -> bool:
+    """The stream parsed as its reads before the run (the run's first read with them: it sets the state the rest
+    continues), the run folded in bulk, and the reads after it; False (nothing changed) where a boundary is not one
+    the whole stream's split would keep."""
+    first, end = run.start + 1, run.end
+    head_times, head, head_cut = event_payloads(chunks[:first], times[:first])
+    rest = chunks[end:]
+    if head_cut or b"".join(rest[:3]).startswith(b"\xef\xbb\xbf"):
+        return False  # a BOM is only dropped at the stream's start: the reads after the run must not start with one
+    tail_times, tail, cut = event_payloads(rest, times[end:])
+    done = b"[DONE]" in head or b"[DONE]" in tail
+    if done:
+        head_times, head = _without_done(head_times, head)
+        tail_times, tail = _without_done(tail_times, tail)
+    decoded = decode_chunks(head)
+    fold.events(head_times, decoded)
+    if not fold.run(times[first:end], run.values[1:], template, hole):
+        # Fragments that start another call's arguments: each read is one whole event, folded one by one.
+        fold.events(list(times[first:end]), decode_chunks([c[6:-2] for c in chunks[first:end]]))
+    after = decode_chunks(tail)
+    fold.events(tail_times, after)
+    named = [*decoded, template, *after]
+    p.model = next((c.model for c in named if c is not None and c.model), None)
+    p.system_fingerprint = next((c.system_fingerprint for c in named if c is not None and c.system_fingerprint), None)
+    _finish_stream(p, fold, cut, False, done)
+    return True
+
+
+def _without_done(stamps: list[int], payloads: list[bytes]) -> tuple[list[int], list[bytes]]:
+    kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
+    return [stamps[i] for i in kept], [payloads[i] for i in kept]
+
+
+def _finish_stream(p: ParsedExchange, fold: _Fold, cut: bool, budget_cut: bool, done: bool) -> None:
+    token_times, counted = fold.finish()
+    finish_calls(p, fold.calls)
     if budget_cut:
         # Generation stopped at the budget: the server would have ended the stream cleanly there.
         p.finish_reason, done = "length", True
-    if bad_json:
+    if fold.bad_json:
         p.findings.append("bad_event_json")
     if not done:
         p.findings.append("no_done")
@@ -167,84 +213,127 @@ def _stream_events(
         return stamps, payloads, cut, budget_cut, done
     if payloads[-1] == b"[DONE]" and payloads.count(b"[DONE]") == 1:
         return stamps[:-1], payloads[:-1], cut, budget_cut, done
-    kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
-    return [stamps[i] for i in kept], [payloads[i] for i in kept], cut, budget_cut, done
+    stamps, payloads = _without_done(stamps, payloads)
+    return stamps, payloads, cut, budget_cut, done
 
 
-def _assemble(
-    p: ParsedExchange, event_times: list[int], decoded: list[Chunk | None], calls: dict[int, ToolCall]
-) -> tuple[list[int], int, bool]:
+class _Fold:
     """Content, reasoning, tool calls (into `calls`), usage, errors and finish_reason from the decoded chunks, as a
-    client joins them; returns (token event times, tokens counted, a chunk was not JSON)."""
-    content: list[str] = []
-    reasoning: list[str] = []
-    token_times: list[int] = []
-    counted = 0
-    bad_json = False
-    # This loop runs for every event of every recorded stream: locals and bound methods, no calls for the common
-    # content-only delta, and an inline path for the next argument fragment of the call being streamed.
-    add_content = content.append
-    add_time = token_times.append
-    streaming: ToolCall | None = None  # the call that the last fragment went to
-    parts: list[str] = []  # its argument fragments not yet joined into .arguments
-    for t, chunk in zip(event_times, decoded, strict=True):
-        if chunk is None:
-            bad_json = True
-            continue
-        if chunk.error:
-            error_event(p, chunk.error)
-        if chunk.usage:
-            p.usage = chunk.usage
-        choices = chunk.choices
-        if not choices:
-            continue
-        add_time(t)
-        first = choices[0]
-        # n > 1: the choice with index 0 is the answer that is scored
-        choice = next((c for c in choices if c.index == 0), None) if first.index else first
-        if choice is None:
-            continue
-        delta = choice.delta
-        if delta is None:
-            if choice.text:  # legacy completions stream
-                add_content(choice.text)
-                counted += 1
-        else:
-            text = delta.content
-            if text:
-                add_content(text)
-            fragments = delta.tool_calls
-            if (
-                fragments
-                and streaming is not None
-                and len(fragments) == 1
-                and (frag := fragments[0]).index == streaming.index
-                and frag.id is None
-                and frag.type is None
-                and (fn := frag.function) is not None
-                and fn.name is None
-                and type(args := fn.arguments) is str
-                and delta.function_call is None
-                and not (delta.reasoning_content or delta.reasoning)
-            ):
-                parts.append(args)
-                counted += 1
-            elif fragments or delta.function_call or delta.reasoning_content or delta.reasoning:
-                if parts and streaming is not None:
-                    streaming.arguments += "".join(parts)
-                    parts.clear()
-                if _apply_delta(delta, reasoning, calls) or text:
+    client joins them, event by event (`events`) or a proved run at once (`run`)."""
+
+    __slots__ = ("bad_json", "calls", "content", "counted", "p", "parts", "reasoning", "streaming", "token_times")
+
+    def __init__(self, p: ParsedExchange) -> None:
+        self.p = p
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.token_times: list[int] = []
+        self.counted = 0
+        self.bad_json = False
+        self.calls: dict[int, ToolCall] = {}
+        self.streaming: ToolCall | None = None  # the call that the last fragment went to
+        self.parts: list[str] = []  # its argument fragments not yet joined into .arguments
+
+    def events(self, event_times: list[int], decoded: list[Chunk | None]) -> None:
+        p, calls, reasoning, parts = self.p, self.calls, self.reasoning, self.parts
+        counted, streaming = self.counted, self.streaming
+        # This loop runs for every event of every recorded stream not in a run: locals and bound methods, no calls
+        # for the common content-only delta, and an inline path for the next argument fragment of the call being
+        # streamed.
+        add_content = self.content.append
+        add_time = self.token_times.append
+        for t, chunk in zip(event_times, decoded, strict=True):
+            if chunk is None:
+                self.bad_json = True
+                continue
+            if chunk.error:
+                error_event(p, chunk.error)
+            if chunk.usage:
+                p.usage = chunk.usage
+            choices = chunk.choices
+            if not choices:
+                continue
+            add_time(t)
+            first = choices[0]
+            # n > 1: the choice with index 0 is the answer that is scored
+            choice = next((c for c in choices if c.index == 0), None) if first.index else first
+            if choice is None:
+                continue
+            delta = choice.delta
+            if delta is None:
+                if choice.text:  # legacy completions stream
+                    add_content(choice.text)
                     counted += 1
-                streaming = _single_call(delta, calls)
-            elif text:
-                counted += 1
-        if choice.finish_reason:
-            p.finish_reason = choice.finish_reason
-    if parts and streaming is not None:
-        streaming.arguments += "".join(parts)
-    p.content = "".join(content)
-    p.reasoning = "".join(reasoning)
-    return token_times, counted, bad_json
+            else:
+                text = delta.content
+                if text:
+                    add_content(text)
+                fragments = delta.tool_calls
+                if (
+                    fragments
+                    and streaming is not None
+                    and len(fragments) == 1
+                    and (frag := fragments[0]).index == streaming.index
+                    and frag.id is None
+                    and frag.type is None
+                    and (fn := frag.function) is not None
+                    and fn.name is None
+                    and type(args := fn.arguments) is str
+                    and delta.function_call is None
+                    and not (delta.reasoning_content or delta.reasoning)
+                ):
+                    parts.append(args)
+                    counted += 1
+                elif fragments or delta.function_call or delta.reasoning_content or delta.reasoning:
+                    if parts and streaming is not None:
+                        streaming.arguments += "".join(parts)
+                        parts.clear()
+                    if _apply_delta(delta, reasoning, calls) or text:
+                        counted += 1
+                    streaming = _single_call(delta, calls)
+                elif text:
+                    counted += 1
+            if choice.finish_reason:
+                p.finish_reason = choice.finish_reason
+        self.counted, self.streaming = counted, streaming
+
+    def run(self, run_times: Sequence[int], values: list[str], template: Chunk, hole: int) -> bool:
+        """Events that are `template` with each of `values` in its `hole`, folded as `events` would fold them one by
+        one; False (nothing folded) where the state they start in is not one this covers."""
+        delta = template.choices[0].delta  # type: ignore[index]  # chat_run proved one choice with a delta
+        assert delta is not None
+        if hole == ARGUMENTS:
+            frag = delta.tool_calls[0]  # type: ignore[index]
+            if self.streaming is None or frag.index != self.streaming.index:
+                return False
+            self.parts.extend(values)  # the inline path: every fragment counts, empty or not
+            self.counted += len(values)
+        elif hole == CONTENT:
+            said = list(filter(None, values))
+            self.content.extend(said)
+            self.counted += len(said)
+        else:  # REASONING_CONTENT
+            said = list(filter(None, values))
+            if said:
+                if self.parts and self.streaming is not None:
+                    self.streaming.arguments += "".join(self.parts)
+                    self.parts.clear()
+                self.streaming = None
+                self.reasoning.extend(said)
+                self.counted += len(said)
+        self.token_times.extend(run_times)
+        finish = template.choices[0].finish_reason  # type: ignore[index]
+        if finish:
+            self.p.finish_reason = finish
+        return True
+
+    def finish(self) -> tuple[list[int], int]:
+        if self.parts and self.streaming is not None:
+            self.streaming.arguments += "".join(self.parts)
+            self.parts.clear()
+        self.p.content = "".join(self.content)
+        self.p.reasoning = "".join(self.reasoning)
+        return self.token_times, self.counted
 
 
 def _apply_delta(delta: Delta, reasoning: list[str], calls: dict[int, ToolCall]) -> int:
