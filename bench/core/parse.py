@@ -149,9 +149,10 @@ def _parse_with_run(
     continues), the run folded in bulk, and the reads after it; False (nothing changed) where a boundary is not one
     the whole stream's split would keep."""
     first, end = run.start + 1, run.end
-    head_times, head, head_cut = event_payloads(chunks[:first], times[:first])
+    # The head ends with a whole event (the run's first read, LF LF), so nothing of it is pending.
+    head_times, head, _ = event_payloads(chunks[:first], times[:first])
     rest = chunks[end:]
-    if head_cut or b"".join(rest[:3]).startswith(b"\xef\xbb\xbf"):
+    if b"".join(rest[:3]).startswith(b"\xef\xbb\xbf"):
         return False  # a BOM is only dropped at the stream's start: the reads after the run must not start with one
     tail_times, tail, cut = event_payloads(rest, times[end:])
     done = b"[DONE]" in head or b"[DONE]" in tail

@@ -1,0 +1,60 @@
+"""A run of reads that differ only in one JSON string: what is in it, what is left out, and when there is none."""
+
+from __future__ import annotations
+
+import json
+
+from bench.core.event_runs import MIN_RUN, find_run
+
+HEAD, TAIL = b"data: ", b"\n\n"
+
+
+def read(value: str, before: str = '{"id":"c","delta":{"content":', after: str = '},"finish_reason":null}') -> bytes:
+    return HEAD + before.encode() + json.dumps(value).encode() + after.encode() + TAIL
+
+
+def test_a_run_holds_every_read_of_the_shape_and_decodes_each_string() -> None:
+    tokens = [" a", 'b"c', "\\", "é", "", "\u2028", " x", "y", '"', "\n", "z"]
+    reads = [b"data: first\n\n", *map(read, tokens), b"data: [DONE]\n\n"]
+    run = find_run(reads, HEAD, TAIL)
+    assert run is not None and (run.start, run.end) == (1, len(tokens) + 1)
+    assert run.values == tokens
+    # The template with another string in the hole is a read of the same shape.
+    assert run.template(b'"q"') == read("q") and run.template(b'"q"', len(HEAD), len(TAIL)) == read("q")[6:-2]
+
+
+def test_a_read_one_byte_off_ends_the_run_there() -> None:
+    tokens = [f"t{i}" for i in range(30)]
+    reads = list(map(read, tokens))
+    reads[20] = reads[20].replace(b'"finish_reason":null', b'"finish_reason":nul ')
+    run = find_run(reads, HEAD, TAIL)
+    assert run is not None and (run.start, run.end) == (0, 20) and run.values == tokens[:20]
+
+
+def test_a_middle_holding_two_strings_or_a_split_string_gives_no_run() -> None:
+    tokens = [f"t{i}" for i in range(30)]
+    for bad in (b'"a","b"', b'"a",\n"b"', b'"a'):
+        reads = list(map(read, tokens))
+        reads[3] = read("x").replace(b'"x"', bad)
+        # Read 3 is in the run's bytes by its prefix and suffix, but its middle is not one string: no run at all.
+        assert find_run(reads, HEAD, TAIL) is None, bad
+    # Two middles that are one string only together (an escaped quote, then the rest), and a third holding two
+    # strings, so that the count comes out right: the LF between middles ends the first string, no run.
+    reads = list(map(read, tokens))
+    reads[3], reads[4] = read("x").replace(b'"x"', b'"a\\"'), read("x").replace(b'"x"', b'"')
+    reads[5] = read("x").replace(b'"x"', b'"b","c"')
+    assert find_run(reads, HEAD, TAIL) is None
+
+
+def test_no_run_without_a_string_hole_or_with_shared_bytes_a_run_does_not_cover() -> None:
+    same = [read("same")] * 30
+    assert find_run(same, HEAD, TAIL) is None  # no two reads differ
+    assert find_run(list(map(read, map(str, range(MIN_RUN - 1)))), HEAD, TAIL) is None  # too short to pay
+    numbers = [HEAD + f'{{"n":{i}}}'.encode() + TAIL for i in range(30)]
+    assert find_run(numbers, HEAD, TAIL) is None  # the reads differ, but not in a string
+    for before in ('{"model":"é","delta":{"content":', '{"a":"\\r","delta":{"content":'):
+        reads = [read(f"t{i}", before=before) for i in range(30)]
+        if before.isascii():
+            reads = [r.replace(b"\\r", b"\r") for r in reads]  # a raw CR in the shared bytes
+        assert find_run(reads, HEAD, TAIL) is None, before
+    assert find_run([read(f"t{i}")[:-1] for i in range(30)], HEAD, TAIL) is None  # not framed by `tail`
