@@ -61,9 +61,29 @@ def find_run(reads: Sequence[bytes], head: bytes, tail: bytes) -> Run | None:
     else:
         return None
     prefix, suffix = shape
-    fits = list(map(and_, map(bytes.startswith, reads, repeat(prefix)), map(bytes.endswith, reads, repeat(suffix))))
-    if not fits[at]:
+    # Usually every read from the first of the shape's start to the last of its end is in the run: proved at once.
+    first = next(i for i in range(at + 1) if reads[i].startswith(prefix))
+    last = next((j for j in range(n - 1, at, -1) if reads[j].endswith(suffix)), at)
+    whole = _proved(reads, first, last + 1, prefix, suffix) if last + 1 - first >= MIN_RUN else None
+    return whole if whole is not None else _around(reads, at, prefix, suffix)
+
+
+def _proved(reads: Sequence[bytes], start: int, end: int, prefix: bytes, suffix: bytes) -> Run | None:
+    """Reads `start`..`end` as a run, or None. Each read's middle is what lies between the prefix's length and the
+    suffix's; the reads joined must equal the prefix, the middles joined with `suffix + prefix`, and the suffix: the
+    pieces line up read by read (equal lengths, a read shorter than prefix and suffix makes them unequal), so each
+    read is `prefix + middle + suffix`."""
+    part = reads[start:end]
+    middles = list(map(itemgetter(slice(len(prefix), -len(suffix))), part))
+    if b"".join(part) != prefix + (suffix + prefix).join(middles) + suffix:
         return None
+    return _decoded(start, end, prefix, suffix, middles)
+
+
+def _around(reads: Sequence[bytes], at: int, prefix: bytes, suffix: bytes) -> Run | None:
+    """The run around read `at`, each read's prefix and suffix compared on its own (a read of another shape inside)."""
+    n = len(reads)
+    fits = list(map(and_, map(bytes.startswith, reads, repeat(prefix)), map(bytes.endswith, reads, repeat(suffix))))
     start = at
     while start and fits[start - 1]:
         start -= 1
@@ -73,7 +93,13 @@ def find_run(reads: Sequence[bytes], head: bytes, tail: bytes) -> Run | None:
         end = n
     if end - start < MIN_RUN:
         return None
-    middles = list(map(itemgetter(slice(len(prefix), -len(suffix))), reads[start:end]))
+    return _decoded(
+        start, end, prefix, suffix, list(map(itemgetter(slice(len(prefix), -len(suffix))), reads[start:end]))
+    )
+
+
+def _decoded(start: int, end: int, prefix: bytes, suffix: bytes, middles: list[bytes]) -> Run | None:
+    """The run, if each middle is exactly one JSON string (the module's docstring says why this proves it)."""
     try:
         values = _STRINGS.decode(b"[" + b",\n".join(middles) + b"]")
     except (msgspec.DecodeError, msgspec.ValidationError):
