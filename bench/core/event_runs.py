@@ -9,13 +9,21 @@ by decoding the template with two different strings in its place (`Run.template`
 Why the proof holds: each read is `prefix + middle + suffix` by comparison, and the middles joined with `,LF` decode
 as a JSON array of exactly as many strings as there are middles. A JSON string cannot hold a raw LF, so no string
 spans two middles; no middle can hold none (`[,` `,,` `,]` do not decode) so none holds two: each middle is exactly one
-JSON string token, and each read is the template with that string in the hole. Anything else (a read that differs
-elsewhere, bytes that are not UTF-8, a second string) leaves the read out of the run or finds no run, and the stream
-takes the general path: the same answer, slower.
+JSON string token, and each read is the template with that string in the hole. A middle must hold no CR or LF (JSON
+whitespace around the string that would break the read's SSE line). Anything else (a read that differs elsewhere,
+bytes that are not UTF-8, a second string) leaves the read out of the run or finds no run, and the stream takes the
+general path: the same answer, slower.
+
+A numbered run (the Responses API's events: a `sequence_number` before the delta) has a second hole, an integer before
+the string: each middle is `digits + between + JSON string`, `between` the shared bytes in between. Proved on the
+middles joined with LF (which they must not hold otherwise): one regex split at LF + a JSON integer (ASCII digits, no
+sign, no leading zero, not followed by a digit) gives one piece per middle only if every middle starts with one; each
+piece must start with `between` (C-level compares) and the rest is proved a JSON string as above.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from itertools import repeat
 from operator import and_, itemgetter
@@ -23,65 +31,89 @@ from operator import and_, itemgetter
 import msgspec
 
 _STRINGS = msgspec.json.Decoder(list[str])
+# A middle's integer: JSON's (no sign, no leading zero), ASCII digits, all of them (`between` starts with no digit).
+_NUMBER = re.compile(rb"\n(?:0|[1-9][0-9]*)(?![0-9])")
+_DIGITS = frozenset(b"0123456789")
 # Shorter runs cost more to prove than they save.
 MIN_RUN = 8
 
 
 class Run:
-    """Reads `start`..`end` (exclusive) of a stream: each `prefix + JSON string + suffix`, the strings in `values`."""
+    """Reads `start`..`end` (exclusive) of a stream: each `prefix + JSON string + suffix`, the strings in `values`;
+    in a numbered run `prefix + integer + between + JSON string + suffix`."""
 
-    __slots__ = ("end", "prefix", "start", "suffix", "values")
+    __slots__ = ("between", "end", "prefix", "start", "suffix", "values")
 
-    def __init__(self, start: int, end: int, prefix: bytes, suffix: bytes, values: list[str]) -> None:
+    def __init__(
+        self, start: int, end: int, prefix: bytes, suffix: bytes, values: list[str], between: bytes | None = None
+    ) -> None:
         self.start = start
         self.end = end
         self.prefix = prefix
         self.suffix = suffix
         self.values = values
+        self.between = between
 
-    def template(self, value: bytes, head: int = 0, tail: int = 0) -> bytes:
-        """A read of this run's shape with the JSON string `value` in the hole, less `head` bytes at the start and
-        `tail` at the end (a read's SSE framing)."""
-        whole = self.prefix + value + self.suffix
+    def template(self, value: bytes, head: int = 0, tail: int = 0, number: bytes = b"1") -> bytes:
+        """A read of this run's shape with the JSON string `value` in the hole (and `number` in a numbered run's
+        integer hole), less `head` bytes at the start and `tail` at the end (a read's SSE framing)."""
+        hole = value if self.between is None else number + self.between + value
+        whole = self.prefix + hole + self.suffix
         return whole[head : len(whole) - tail]
 
 
-def find_run(reads: Sequence[bytes], head: bytes, tail: bytes) -> Run | None:
+def find_run(reads: Sequence[bytes], head: bytes, tail: bytes, numbered: bool = False) -> Run | None:
     """The longest run of reads around the middle of the stream that start with `head`, end with `tail` and differ
-    from each other only in one JSON string, or None. `head`/`tail` (a read's SSE framing, e.g. `data: ` and LF LF)
-    must be in the shared bytes; the bytes shared must be ASCII and hold no CR or LF besides `tail`'s."""
+    from each other only in one JSON string (`numbered`: in an integer and then a JSON string), or None.
+    `head`/`tail` (a read's SSE framing, e.g. `data: ` and LF LF) must be in the shared bytes; the bytes shared must
+    be ASCII and hold no CR or LF besides `head`'s and `tail`'s."""
     n = len(reads)
     if n < MIN_RUN:
         return None
     # Two neighbouring reads in the middle: the same token twice in a row gives no hole, so a few pairs are tried.
     for at in (n // 2, n // 2 + 1, n // 3, 2 * n // 3):
-        shape = _shape(reads[at], reads[at + 1], head, tail) if at + 1 < n else None
+        if at + 1 >= n:
+            continue
+        shape = (
+            _numbered_shape(reads[at], reads[at + 1], head, tail)
+            if numbered
+            else _shape_of(reads[at], reads[at + 1], head, tail)
+        )
         if shape is not None:
             break
     else:
         return None
-    prefix, suffix = shape
+    prefix, between, suffix = shape
     # Usually every read from the first of the shape's start to the last of its end is in the run: proved at once.
     first = next(i for i in range(at + 1) if reads[i].startswith(prefix))
     last = next((j for j in range(n - 1, at, -1) if reads[j].endswith(suffix)), at)
     whole = _proved(reads, first, last + 1, prefix, suffix) if last + 1 - first >= MIN_RUN else None
-    return whole if whole is not None else _around(reads, at, prefix, suffix)
+    middles = whole if whole is not None else _around(reads, at, prefix, suffix)
+    if middles is None:
+        return None
+    start, end, pieces = middles
+    values = _strings(pieces) if between is None else _numbered_strings(pieces, between)
+    return None if values is None else Run(start, end, prefix, suffix, values, between)
 
 
-def _proved(reads: Sequence[bytes], start: int, end: int, prefix: bytes, suffix: bytes) -> Run | None:
-    """Reads `start`..`end` as a run, or None. Each read's middle is what lies between the prefix's length and the
-    suffix's; the reads joined must equal the prefix, the middles joined with `suffix + prefix`, and the suffix: the
-    pieces line up read by read (equal lengths, a read shorter than prefix and suffix makes them unequal), so each
-    read is `prefix + middle + suffix`."""
+Middles = tuple[int, int, list[bytes]]
+
+
+def _proved(reads: Sequence[bytes], start: int, end: int, prefix: bytes, suffix: bytes) -> Middles | None:
+    """Reads `start`..`end` and their middles, if each is `prefix + middle + suffix`, else None. A middle is what lies
+    between the prefix's length and the suffix's; the reads joined must equal the prefix, the middles joined with
+    `suffix + prefix`, and the suffix: the pieces line up read by read (equal lengths; a read shorter than prefix and
+    suffix makes them unequal)."""
     part = reads[start:end]
     middles = list(map(itemgetter(slice(len(prefix), -len(suffix))), part))
     if b"".join(part) != prefix + (suffix + prefix).join(middles) + suffix:
         return None
-    return _decoded(start, end, prefix, suffix, middles)
+    return start, end, middles
 
 
-def _around(reads: Sequence[bytes], at: int, prefix: bytes, suffix: bytes) -> Run | None:
-    """The run around read `at`, each read's prefix and suffix compared on its own (a read of another shape inside)."""
+def _around(reads: Sequence[bytes], at: int, prefix: bytes, suffix: bytes) -> Middles | None:
+    """The run around read `at` and its middles, each read's prefix and suffix compared on its own (a read of
+    another shape inside)."""
     n = len(reads)
     fits = list(map(and_, map(bytes.startswith, reads, repeat(prefix)), map(bytes.endswith, reads, repeat(suffix))))
     start = at
@@ -93,20 +125,66 @@ def _around(reads: Sequence[bytes], at: int, prefix: bytes, suffix: bytes) -> Ru
         end = n
     if end - start < MIN_RUN:
         return None
-    return _decoded(
-        start, end, prefix, suffix, list(map(itemgetter(slice(len(prefix), -len(suffix))), reads[start:end]))
-    )
+    return start, end, list(map(itemgetter(slice(len(prefix), -len(suffix))), reads[start:end]))
 
 
-def _decoded(start: int, end: int, prefix: bytes, suffix: bytes, middles: list[bytes]) -> Run | None:
-    """The run, if each middle is exactly one JSON string (the module's docstring says why this proves it)."""
+def _strings(middles: list[bytes]) -> list[str] | None:
+    """The strings, if each middle is exactly one JSON string token (with no CR or LF around it), else None."""
+    text = b",\n".join(middles)
+    if text.count(b"\n") != len(middles) - 1 or b"\r" in text:
+        return None  # JSON whitespace around a string, but a line break in the read's SSE data line
     try:
-        values = _STRINGS.decode(b"[" + b",\n".join(middles) + b"]")
+        values = _STRINGS.decode(b"[" + text + b"]")
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    if len(values) != end - start:
+    return values if len(values) == len(middles) else None
+
+
+def _numbered_strings(middles: list[bytes], between: bytes) -> list[str] | None:
+    """The strings, if each middle is exactly a JSON integer of ASCII digits, `between` and one JSON string token."""
+    n = len(middles)
+    text = b"\n" + b"\n".join(middles)
+    if text.count(b"\n") != n:
         return None
-    return Run(start, end, prefix, suffix, values)
+    # Every LF starts a middle: n pieces after the split's first (empty) one iff every middle starts with an integer.
+    rests = _NUMBER.split(text)
+    if len(rests) != n + 1 or rests[0]:
+        return None
+    del rests[0]
+    if not all(map(bytes.startswith, rests, repeat(between))):
+        return None
+    return _strings(list(map(itemgetter(slice(len(between), None)), rests)))
+
+
+def _shape_of(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes, None, bytes] | None:
+    shape = _shape(a, b, head, tail)
+    return None if shape is None else (shape[0], None, shape[1])
+
+
+def _numbered_shape(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """The bytes before the integer in which `a` and `b` first differ, between it and the one string in which they
+    differ after it, and after that string; or None."""
+    same = _common_prefix(a, b)
+    start = same
+    while start and a[start - 1] in _DIGITS:
+        start -= 1  # the integer's first digit: the prefix ends with a byte that is no digit
+    a_end, b_end = _digits_end(a, start), _digits_end(b, start)
+    if start < len(head) or same >= max(a_end, b_end) or a_end == start or b_end == start:
+        return None  # the first difference is not in an integer
+    rest = _shape(a[a_end:], b[b_end:], b"", tail)
+    prefix = a[:start]
+    shared = prefix[len(head) :]
+    if rest is None or not rest[0] or not prefix.startswith(head) or not shared.isascii():
+        return None
+    if b"\n" in shared or b"\r" in shared:
+        return None
+    return prefix, rest[0], rest[1]
+
+
+def _digits_end(a: bytes, at: int) -> int:
+    while at < len(a) and a[at] in _DIGITS:
+        at += 1
+    return at
 
 
 def _shape(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes, bytes] | None:
@@ -148,3 +226,14 @@ def _common_suffix(a: bytes, b: bytes) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def starts_with_bom(reads: Sequence[bytes]) -> bool:
+    """Whether the reads joined start with a UTF-8 BOM (empty reads skipped). An SSE stream drops one only at its
+    start: the reads after a run, parsed on their own, must not start with one."""
+    lead = b""
+    for read in reads:
+        lead += read[: 3 - len(lead)]
+        if len(lead) == 3:
+            break
+    return lead == b"\xef\xbb\xbf"

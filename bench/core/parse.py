@@ -26,7 +26,7 @@ from bench.core.chunk_runs import ARGUMENTS, CONTENT, chat_run
 from bench.core.chunks import Chunk, Delta, FunctionDelta, decode_chunk, decode_chunks
 from bench.core.decoding import decoded_record_reads
 from bench.core.endpoints import CHAT, RESPONSES, endpoint_of
-from bench.core.event_runs import Run
+from bench.core.event_runs import Run, starts_with_bom
 from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
 from bench.core.sse import event_payloads
 
@@ -152,7 +152,7 @@ def _parse_with_run(
     # The head ends with a whole event (the run's first read, LF LF), so nothing of it is pending.
     head_times, head, _ = event_payloads(chunks[:first], times[:first])
     rest = chunks[end:]
-    if b"".join(rest[:3]).startswith(b"\xef\xbb\xbf"):
+    if starts_with_bom(rest):
         return False  # a BOM is only dropped at the stream's start: the reads after the run must not start with one
     tail_times, tail, cut = event_payloads(rest, times[end:])
     done = b"[DONE]" in head or b"[DONE]" in tail

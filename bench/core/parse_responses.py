@@ -22,10 +22,13 @@ Event types bench does not know are counted in `unknown_events`, never an error.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
 from typing import Any
 
+from bench.core.event_runs import Run, starts_with_bom
 from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
 from bench.core.response_events import Event, Item, Response, decode_events, decode_response, parts
+from bench.core.response_runs import response_run
 from bench.core.sse import event_payloads
 
 # Event types that carry no output of their own, or whose output is assembled here: not counted as unknown.
@@ -109,6 +112,21 @@ class _Answer:
             self.refusal.append(delta)
             self.refused.add(ev.output_index)
 
+    def deltas(self, kind: str, ev: Event, said: list[str]) -> None:
+        """Non-empty deltas of events that are all `ev` but for the delta, as `delta` adds them one by one (a call
+        named by output index or item id: looked up once, as each look-up after the first finds the same)."""
+        if kind == "response.output_text.delta":
+            self.content.extend(said)
+            self.texted.add(ev.output_index)
+        elif kind == "response.function_call_arguments.delta":
+            call = self.call(ev.output_index, ev.item_id)
+            self.fragments.setdefault(call.index, []).extend(said)
+        elif kind in _REASONING_DELTAS:
+            self.reasoning.extend(said)
+        elif kind == "response.refusal.delta":
+            self.refusal.extend(said)
+            self.refused.add(ev.output_index)
+
     def item_event(self, kind: str, ev: Event) -> None:
         """An output item added or done, or a text, arguments or refusal done."""
         if kind == "response.output_item.added" or kind == "response.output_item.done":
@@ -179,20 +197,29 @@ def _response_error(p: ParsedExchange, response: Response) -> None:
 def parse_response_stream(
     p: ParsedExchange, chunks: Sequence[bytes], times: Sequence[int], max_tokens: int | None, keep_events: bool
 ) -> None:
-    stamps, payloads, events, cut, budget_cut = _stream_events(p, chunks, times, max_tokens)
-    if keep_events:
-        p.events.extend((t, obj) for t, obj in zip(stamps, map(load_json, payloads), strict=True) if obj)
-    answer = _Answer()
-    token_times, terminal, final, bad_json = _read_events(p, stamps, events, answer)
+    found = None if keep_events or max_tokens is not None else response_run(chunks)
+    reader = _Reader(p)
+    cut = None if found is None else _read_with_run(reader, chunks, times, *found)
+    budget_cut = False
+    if cut is None:
+        stamps, payloads, events, cut, budget_cut = _stream_events(p, chunks, times, max_tokens)
+        if keep_events:
+            p.events.extend((t, obj) for t, obj in zip(stamps, map(load_json, payloads), strict=True) if obj)
+        reader.events(stamps, events)
+    _finish_stream(p, reader, cut, budget_cut)
+
+
+def _finish_stream(p: ParsedExchange, reader: _Reader, cut: bool, budget_cut: bool) -> None:
+    answer, token_times, final = reader.answer, reader.token_times, reader.final
     if final is not None and final.output and answer.empty():
         # A server that sends only the final response object: its output is the answer.
         answer.add_output(final.output)
     answer.finish(p)
-    done = terminal is not None
-    p.finish_reason = finish_reason(final, terminal, bool(p.tool_calls))
+    done = reader.terminal is not None
+    p.finish_reason = finish_reason(final, reader.terminal, bool(p.tool_calls))
     if budget_cut:
         p.finish_reason, done = "length", True
-    if bad_json:
+    if reader.bad_json:
         p.findings.append("bad_event_json")
     if not done:
         p.findings.append("no_done")
@@ -203,6 +230,31 @@ def parse_response_stream(
     if p.usage is None and token_times:
         p.findings.append("no_usage")
     set_timing(p, token_times, len(token_times))
+
+
+def _read_with_run(
+    reader: _Reader, chunks: Sequence[bytes], times: Sequence[int], run: Run, template: Event
+) -> bool | None:
+    """The stream read as its reads up to the run's first, the run folded in bulk, and the reads after it; whether
+    it was cut, or None (nothing read) where a boundary is not one the whole stream's split would keep."""
+    first, end = run.start + 1, run.end
+    head_times, head, head_cut = event_payloads(chunks[:first], times[:first])
+    rest = chunks[end:]
+    if head_cut or starts_with_bom(rest):
+        return None  # a BOM is only dropped at the stream's start: the reads after the run must not start with one
+    tail_times, tail, cut = event_payloads(rest, times[end:])
+    reader.events(*_decoded(head_times, head))
+    reader.run(times[first:end], run.values[1:], template)
+    reader.events(*_decoded(tail_times, tail))
+    return cut
+
+
+def _decoded(stamps: list[int], payloads: list[bytes]) -> tuple[list[int], list[Event | None]]:
+    """The events of a stream's payloads, with their times, less `[DONE]`."""
+    if b"[DONE]" in payloads:  # some gateways end every stream with it; it is no event of this API
+        kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
+        stamps, payloads = [stamps[i] for i in kept], [payloads[i] for i in kept]
+    return stamps, decode_events(payloads)
 
 
 def _stream_events(
@@ -230,48 +282,62 @@ def _stream_events(
     return stamps, payloads, events, cut, budget_cut
 
 
-def _read_events(
-    p: ParsedExchange, stamps: list[int], events: list[Event | None], answer: _Answer
-) -> tuple[list[int], str | None, Response | None, bool]:
-    """Every event into `answer` and `p` (errors, model, usage); returns (token event times, the terminal event's
-    type, the final response object, an event was not JSON)."""
-    token_times: list[int] = []
-    unknown = p.unknown_events
-    terminal: str | None = None
-    final: Response | None = None
-    bad_json = False
-    for t, ev in zip(stamps, events, strict=True):
-        if ev is None:
-            bad_json = True
-            continue
-        kind = ev.type or ""
-        if kind not in KNOWN_EVENTS:
-            unknown[kind] = unknown.get(kind, 0) + 1
-        delta = ev.delta
-        if kind.endswith(".delta"):
-            if not delta:
+class _Reader:
+    """Every event into `answer` and `p` (errors, model, usage), event by event (`events`) or a proved run at once
+    (`run`): the token event times, the terminal event's type, the final response object, an event was not JSON."""
+
+    __slots__ = ("answer", "bad_json", "final", "p", "terminal", "token_times")
+
+    def __init__(self, p: ParsedExchange) -> None:
+        self.p = p
+        self.answer = _Answer()
+        self.token_times: list[int] = []
+        self.terminal: str | None = None
+        self.final: Response | None = None
+        self.bad_json = False
+
+    def events(self, stamps: list[int], events: list[Event | None]) -> None:
+        p, answer, token_times = self.p, self.answer, self.token_times
+        unknown = p.unknown_events
+        for t, ev in zip(stamps, events, strict=True):
+            if ev is None:
+                self.bad_json = True
                 continue
-            token_times.append(t)
-            if isinstance(delta, str):
-                answer.delta(kind, ev, delta)
-        elif kind in TERMINAL:
-            terminal = kind
-            final = ev.response
-            if final is not None:
-                _response_error(p, final)
-            elif kind == "response.failed":
-                error_event(p, "response.failed")
-        elif kind == "error":
-            error_event(p, ev.message or ev.code or "error event")
-        else:
-            answer.item_event(kind, ev)
-        response = ev.response
-        if response is not None:
-            if response.model:
-                p.model = response.model
-            if response.usage:
-                p.usage = response.usage
-    return token_times, terminal, final, bad_json
+            kind = ev.type or ""
+            if kind not in KNOWN_EVENTS:
+                unknown[kind] = unknown.get(kind, 0) + 1
+            delta = ev.delta
+            if kind.endswith(".delta"):
+                if not delta:
+                    continue
+                token_times.append(t)
+                if isinstance(delta, str):
+                    answer.delta(kind, ev, delta)
+            elif kind in TERMINAL:
+                self.terminal = kind
+                self.final = ev.response
+                if self.final is not None:
+                    _response_error(p, self.final)
+                elif kind == "response.failed":
+                    error_event(p, "response.failed")
+            elif kind == "error":
+                error_event(p, ev.message or ev.code or "error event")
+            else:
+                answer.item_event(kind, ev)
+            response = ev.response
+            if response is not None:
+                if response.model:
+                    p.model = response.model
+                if response.usage:
+                    p.usage = response.usage
+
+    def run(self, run_times: Sequence[int], values: list[str], template: Event) -> None:
+        """Events that are `template` (a delta event bench.core.response_runs covers) with each of `values` as its
+        delta, as `events` would read them one by one: an empty delta is no token."""
+        said = list(filter(None, values))
+        if said:
+            self.token_times.extend(compress(run_times, values))
+            self.answer.deltas(template.type or "", template, said)
 
 
 def _is_token(ev: Event) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from bench.core.chunks import decode_each
+from bench.core.chunks import decode_each, decode_one
 
 
 class Part(msgspec.Struct, gc=False):
@@ -68,6 +68,10 @@ _PARTS = msgspec.convert
 def decode_events(datas: list[bytes]) -> list[Event | None]:
     """Every event (None where it is not one), in one decoder call when the whole stream is valid."""
     return decode_each(datas, _MANY, _ONE)
+
+
+def decode_event(data: bytes) -> Event | None:
+    return decode_one(data, _ONE)
 
 
 def decode_response(body: bytes) -> Response | None:

@@ -109,6 +109,11 @@ def test_what_comes_before_and_after_the_run_is_read_as_in_the_whole_stream() ->
     reads[after] = b"\xef\xbb\xbf" + reads[after]
     with_runs, plain = both(reads)
     assert with_runs == plain and with_runs.finish_reason is None
+    # Also after empty reads, and split across reads.
+    for lead in ([b"", b"", b"", b"\xef\xbb\xbf"], [b"\xef", b"", b"\xbb\xbf"]):
+        spoiled = [*reads[:after], *lead, reads[after][3:], *reads[after + 1 :]]
+        with_runs, plain = both(spoiled)
+        assert with_runs == plain and with_runs.finish_reason is None, lead
     # The only [DONE] before the run.
     moved = [b"data: [DONE]\n\n", *text_stream(tokens)[:-1]]
     with_runs, plain = both(moved)
