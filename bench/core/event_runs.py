@@ -87,7 +87,17 @@ def find_run(reads: Sequence[bytes], head: bytes, tail: bytes, numbered: bool = 
     # Usually every read from the first of the shape's start to the last of its end is in the run: proved at once.
     first = next(i for i in range(at + 1) if reads[i].startswith(prefix))
     last = next((j for j in range(n - 1, at, -1) if reads[j].endswith(suffix)), at)
-    whole = _proved(reads, first, last + 1, prefix, suffix) if last + 1 - first >= MIN_RUN else None
+    if last + 1 - first < MIN_RUN:
+        whole = None
+    elif between is not None:
+        # A numbered run whose integers count up by one (a stream's sequence numbers) is proved with its strings.
+        strings = _counted(reads, first, last + 1, prefix, between, suffix)
+        values = None if strings is None else _strings(strings)
+        if values is not None:
+            return Run(first, last + 1, prefix, suffix, values, between)
+        whole = None
+    else:
+        whole = _proved(reads, first, last + 1, prefix, suffix)
     middles = whole if whole is not None else _around(reads, at, prefix, suffix)
     if middles is None:
         return None
@@ -109,6 +119,54 @@ def _proved(reads: Sequence[bytes], start: int, end: int, prefix: bytes, suffix:
     if b"".join(part) != prefix + (suffix + prefix).join(middles) + suffix:
         return None
     return start, end, middles
+
+
+def _counted(
+    reads: Sequence[bytes], start: int, end: int, prefix: bytes, between: bytes, suffix: bytes
+) -> list[bytes] | None:
+    """The middles' strings of reads `start`..`end`, if their integers count up by one from the first read's and
+    each read is `prefix + integer + between + string + suffix`, else None. The integers' widths are known from the
+    count, so each read's string is sliced where it must start; the reads joined must then equal the pieces joined
+    (lined up read by read, as in `_proved`), the integers written as JSON writes them."""
+    at = len(prefix)
+    first = reads[start]
+    width = _digits_end(first, at) - at
+    if not 0 < width <= 6:
+        return None
+    low = int(first[at : at + width])
+    if low + end - start > MAX_COUNTED:
+        return None
+    numbers = _decimals(low, low + end - start)
+    strings: list[bytes] = []
+    cut = at + len(between) + len(suffix)
+    for i, j, w in _widths(low, low + end - start):
+        slicer = itemgetter(slice(cut - len(suffix) + w, -len(suffix)))
+        strings += map(slicer, reads[start + i - low : start + j - low])
+    pieces = prefix + (suffix + prefix).join(map(between.join, zip(numbers, strings, strict=True))) + suffix
+    return strings if b"".join(reads[start:end]) == pieces else None
+
+
+# The decimal digits of 0, 1, 2...: grown as streams need them (a 300-token answer counts to ~310), up to a bound a
+# stream's own numbers cannot push past (a longer count takes the general proof).
+_DECIMALS: list[bytes] = []
+MAX_COUNTED = 1 << 17
+
+
+def _decimals(low: int, high: int) -> list[bytes]:
+    if len(_DECIMALS) < high:
+        _DECIMALS.extend(str(i).encode() for i in range(len(_DECIMALS), max(high, 2 * len(_DECIMALS), 1024)))
+    return _DECIMALS[low:high]
+
+
+def _widths(low: int, high: int) -> list[tuple[int, int, int]]:
+    """`low`..`high` cut where their decimal width changes: (from, to, width)."""
+    out = []
+    while low < high:
+        width = len(str(low))
+        top = min(high, 10**width)
+        out.append((low, top, width))
+        low = top
+    return out
 
 
 def _around(reads: Sequence[bytes], at: int, prefix: bytes, suffix: bytes) -> Middles | None:

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bench.core.parse_responses as parse_responses
-from bench.core.event_runs import find_run
+from bench.core import event_runs
+from bench.core.event_runs import MAX_COUNTED, find_run
 from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange
 from bench.core.response_runs import response_run
@@ -197,3 +198,29 @@ def test_a_bom_after_the_run_is_read_as_the_whole_stream_reads_it(empties: int) 
     chunks[-1:-1] = [b""] * empties + [b"\xef\xbb\xbf"]
     assert response_run(chunks) is not None
     assert_same(chunks)
+
+
+@pytest.mark.parametrize("low", [0, 5, 95, 995, 99_990])
+def test_sequence_numbers_that_count_up_across_a_change_of_width_are_one_run(low: int) -> None:
+    texts = [f"t{i}" for i in range(20)]
+    chunks = [delta("response.output_text.delta", low + i, t) for i, t in enumerate(texts)]
+    with pytest.MonkeyPatch.context() as mp:  # proved by the count alone: the general proof is not needed
+        mp.setattr(event_runs, "_numbered_strings", None)
+        run = find_run(chunks, b"event: response.output_text.delta\ndata: ", b"\n\n", numbered=True)
+    assert run is not None and (run.start, run.end) == (0, 20) and run.values == texts
+    # Written as JSON would not write them (a leading zero, a space), or past the count's bound: no longer counted,
+    # and the general proof leaves the odd read out or finds no run.
+    for spoiled in (b"0", b" "):
+        odd = list(chunks)
+        odd[12] = odd[12].replace(b'"sequence_number":', b'"sequence_number":' + spoiled, 1)
+        run = find_run(odd, b"event: response.output_text.delta\ndata: ", b"\n\n", numbered=True)
+        assert run is None or 12 not in range(run.start, run.end), spoiled
+    assert_same(stream([("response.output_text.delta", [f"w{i}" for i in range(120)])]))  # from 2 to 121
+
+
+def test_a_count_past_the_bound_takes_the_general_proof() -> None:
+    texts = [f"t{i}" for i in range(20)]
+    # A hostile stream's numbers cannot make the table of decimals grow past the bound (999,990 would be 60 MB).
+    chunks = [delta("response.output_text.delta", 999_990 + i, t) for i, t in enumerate(texts)]
+    run = find_run(chunks, b"event: response.output_text.delta\ndata: ", b"\n\n", numbered=True)
+    assert run is not None and run.values == texts and len(event_runs._DECIMALS) <= 2 * MAX_COUNTED
