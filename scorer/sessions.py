@@ -131,12 +131,26 @@ def _first_id(reads: list[bytes], streamed: bool) -> str | None:
     if not streamed:
         return _payload_id(b"".join(reads))
     head = reads[0] if reads else b""
-    if head.startswith(b"data: ") and head.endswith(b"\n\n") and head.count(b"\n") == 2:
-        found = _payload_id(head[6:-2])  # the usual first read: one whole `data:` event
+    payload = _whole_event(head)
+    if payload is not None:
+        found = _payload_id(payload)  # the usual first read: one whole event
         if found is not None:
             return found
     _, payloads, _ = event_payloads(reads, [0] * len(reads))
     return next(filter(None, map(_payload_id, payloads)), None)
+
+
+def _whole_event(read: bytes) -> bytes | None:
+    """The data of a read that is one whole event as servers frame them (`data: ...` LF LF, or the Responses API's
+    `event: NAME` LF `data: ...` LF LF; no CR), else None."""
+    if not read.endswith(b"\n\n") or b"\r" in read:
+        return None
+    if read.startswith(b"data: ") and read.count(b"\n") == 2:
+        return read[6:-2]
+    line = read.find(b"\n")
+    if read.startswith(b"event: ") and read.count(b"\n") == 3 and read.startswith(b"data: ", line + 1):
+        return read[line + 7 : -2]
+    return None
 
 
 def _payload_id(data: bytes) -> str | None:

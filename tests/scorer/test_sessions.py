@@ -7,7 +7,12 @@ import gzip
 import json
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from bench.core.parse import parse_exchange
+from bench.core.sse import event_payloads
+from bench.scorer import sessions
 from bench.scorer.results import SessionKeys, TrafficLine
 from bench.scorer.sessions import SessionLinker, link_all, new_session, response_id, session_keys
 from tests.support.records import exchange
@@ -160,3 +165,23 @@ def test_a_line_linked_in_place_is_the_line_encoded_whole() -> None:
     got = [in_place.link_encoded(e) for e in encoded]
     assert got == [dumps(whole.link(line)) for line in lines]
     assert b'"session_link":"tool_call"' in got[1]
+
+
+@given(
+    name=st.sampled_from([b"response.created", b"", b"x\ry"]),
+    framing=st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    data=st.sampled_from([b'{"response":{"id":"resp_1"}}', b'{"id":"chatcmpl-1"}', b"{}", b"not json"]),
+    lead=st.sampled_from([b"", b"\xef\xbb\xbf", b": ping\n\n"]),
+    cut=st.integers(0, 3),
+)
+def test_the_first_reads_id_is_the_one_the_sse_split_gives(
+    name: bytes, framing: bytes, data: bytes, lead: bytes, cut: int
+) -> None:
+    # The one-read shortcut (`data:`, or the Responses API's `event:` then `data:`) must find what splitting the
+    # stream finds, whatever the framing.
+    event = (b"event: " + name + framing if name else b"") + b"data: " + data + framing + framing
+    event = lead + event[: len(event) - cut]
+    rest = b'data: {"id":"later"}\n\n'
+    _, payloads, _ = event_payloads([event, rest], [0, 0])
+    expected = next(filter(None, map(sessions._payload_id, payloads)), None)
+    assert sessions._first_id([event, rest], True) == expected
