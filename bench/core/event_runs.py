@@ -24,11 +24,15 @@ piece must start with `between` (C-level compares) and the rest is proved a JSON
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import repeat
 from operator import and_, itemgetter
+from typing import NamedTuple
 
 import msgspec
+
+from bench.core.sse import event_payloads
 
 _STRINGS = msgspec.json.Decoder(list[str])
 # A middle's integer: JSON's (no sign, no leading zero), ASCII digits, all of them (`between` starts with no digit).
@@ -142,8 +146,11 @@ def _counted(
     for i, j, w in _widths(low, low + end - start):
         slicer = itemgetter(slice(cut - len(suffix) + w, -len(suffix)))
         strings += map(slicer, reads[start + i - low : start + j - low])
-    pieces = prefix + (suffix + prefix).join(map(between.join, zip(numbers, strings, strict=True))) + suffix
-    return strings if b"".join(reads[start:end]) == pieces else None
+    k = end - start  # the widths' pieces cover the count: k strings, k integers
+    # The reads as they must be, `prefix, integer, between, string, suffix` each, laid out by C-level slice stores.
+    pieces: list[bytes] = [prefix] * (5 * k)
+    pieces[1::5], pieces[2::5], pieces[3::5], pieces[4::5] = numbers, [between] * k, strings, [suffix] * k
+    return strings if b"".join(reads[start:end]) == b"".join(pieces) else None
 
 
 # The decimal digits of 0, 1, 2...: grown as streams need them (a 300-token answer counts to ~310), up to a bound a
@@ -265,33 +272,39 @@ def _shape(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes, bytes] 
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # bisection on C-level compares: ~8 steps for a 230-byte read
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    # The highest bit in which the two differ, read as big-endian integers: C-level, ~1 us for a 280-byte read.
+    m = min(len(a), len(b))
+    differ = int.from_bytes(a[:m]) ^ int.from_bytes(b[:m])
+    return m - (differ.bit_length() + 7) // 8
 
 
 def _common_suffix(a: bytes, b: bytes) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[len(a) - mid :] == b[len(b) - mid :]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    m = min(len(a), len(b))
+    differ = int.from_bytes(a[len(a) - m :], "little") ^ int.from_bytes(b[len(b) - m :], "little")
+    return m - (differ.bit_length() + 7) // 8
 
 
-def starts_with_bom(reads: Sequence[bytes]) -> bool:
-    """Whether the reads joined start with a UTF-8 BOM (empty reads skipped). An SSE stream drops one only at its
-    start: the reads after a run, parsed on their own, must not start with one."""
-    lead = b""
-    for read in reads:
-        lead += read[: 3 - len(lead)]
-        if len(lead) == 3:
-            break
-    return lead == b"\xef\xbb\xbf"
+class Outside(NamedTuple):
+    """The events of a stream's reads outside its run, `[DONE]` taken out: their times and payloads, how many come
+    before the run, whether the stream ended inside an event, whether a `[DONE]` came."""
+
+    times: list[int]
+    payloads: list[bytes]
+    before: int
+    cut: bool
+    done: bool
+
+
+def outside(reads: Sequence[bytes], times: Sequence[int], run: Run) -> Outside:
+    """The reads before the run (with the run's first: it sets the state the run continues) and after it, split into
+    events as one stream: as the whole stream splits them, since the run's reads are whole events (LF LF), so where
+    the reads after it start the parser is where it was after the run's first read (and a BOM there is data, as in
+    the whole stream). Each event's time is the time of the read that completed it."""
+    first, end = run.start + 1, run.end
+    kept = [*range(first), *range(end, len(reads))]
+    at, payloads, cut = event_payloads([*reads[:first], *reads[end:]], kept)
+    done = b"[DONE]" in payloads
+    if done:
+        keep = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
+        at, payloads = [at[i] for i in keep], [payloads[i] for i in keep]
+    return Outside([times[i] for i in at], payloads, bisect_left(at, first), cut, done)

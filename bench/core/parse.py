@@ -26,7 +26,7 @@ from bench.core.chunk_runs import ARGUMENTS, CONTENT, chat_run
 from bench.core.chunks import Chunk, Delta, FunctionDelta, decode_chunk, decode_chunks
 from bench.core.decoding import decoded_record_reads
 from bench.core.endpoints import CHAT, RESPONSES, endpoint_of
-from bench.core.event_runs import Run, starts_with_bom
+from bench.core.event_runs import Run, outside
 from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
 from bench.core.sse import event_payloads
 
@@ -128,9 +128,9 @@ def _parse_stream(
 ) -> None:
     found = None if keep_events or max_tokens is not None else chat_run(chunks)
     fold = _Fold(p)
-    if found is not None and _parse_with_run(p, fold, chunks, times, *found):
+    if found is not None:
+        _parse_with_run(p, fold, chunks, times, *found)
         return
-    fold = _Fold(p)
     event_times, datas, cut, budget_cut, done = _stream_events(p, chunks, times, max_tokens)
     if keep_events:
         p.events.extend((t, obj) for t, obj in zip(event_times, map(load_json, datas), strict=True) if obj)
@@ -144,33 +144,21 @@ def _parse_stream(
 
 def _parse_with_run(
     p: ParsedExchange, fold: _Fold, chunks: Sequence[bytes], times: Sequence[int], run: Run, template: Chunk, hole: int
-) -> bool:
+) -> None:
     """The stream parsed as its reads before the run (the run's first read with them: it sets the state the rest
-    continues), the run folded in bulk, and the reads after it; False (nothing changed) where a boundary is not one
-    the whole stream's split would keep."""
+    continues), the run folded in bulk, and the reads after it."""
     first, end = run.start + 1, run.end
-    # The head ends with a whole event (the run's first read, LF LF), so nothing of it is pending.
-    head_times, head, _ = event_payloads(chunks[:first], times[:first])
-    rest = chunks[end:]
-    if starts_with_bom(rest):
-        return False  # a BOM is only dropped at the stream's start: the reads after the run must not start with one
-    tail_times, tail, cut = event_payloads(rest, times[end:])
-    done = b"[DONE]" in head or b"[DONE]" in tail
-    if done:
-        head_times, head = _without_done(head_times, head)
-        tail_times, tail = _without_done(tail_times, tail)
-    decoded = decode_chunks(head)
-    fold.events(head_times, decoded)
+    rest = outside(chunks, times, run)
+    decoded = decode_chunks(rest.payloads)
+    fold.events(rest.times[: rest.before], decoded[: rest.before])
     if not fold.run(times[first:end], run.values[1:], template, hole):
         # Fragments that start another call's arguments: each read is one whole event, folded one by one.
         fold.events(list(times[first:end]), decode_chunks([c[6:-2] for c in chunks[first:end]]))
-    after = decode_chunks(tail)
-    fold.events(tail_times, after)
-    named = [*decoded, template, *after]
+    fold.events(rest.times[rest.before :], decoded[rest.before :])
+    named = [*decoded[: rest.before], template, *decoded[rest.before :]]
     p.model = next((c.model for c in named if c is not None and c.model), None)
     p.system_fingerprint = next((c.system_fingerprint for c in named if c is not None and c.system_fingerprint), None)
-    _finish_stream(p, fold, cut, False, done)
-    return True
+    _finish_stream(p, fold, rest.cut, False, rest.done)
 
 
 def _without_done(stamps: list[int], payloads: list[bytes]) -> tuple[list[int], list[bytes]]:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from itertools import compress
 from typing import Any
 
-from bench.core.event_runs import Run, starts_with_bom
+from bench.core.event_runs import Run, outside
 from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
 from bench.core.response_events import Event, Item, Response, decode_events, decode_response, parts
 from bench.core.response_runs import response_run
@@ -232,29 +232,15 @@ def _finish_stream(p: ParsedExchange, reader: _Reader, cut: bool, budget_cut: bo
     set_timing(p, token_times, len(token_times))
 
 
-def _read_with_run(
-    reader: _Reader, chunks: Sequence[bytes], times: Sequence[int], run: Run, template: Event
-) -> bool | None:
+def _read_with_run(reader: _Reader, chunks: Sequence[bytes], times: Sequence[int], run: Run, template: Event) -> bool:
     """The stream read as its reads up to the run's first, the run folded in bulk, and the reads after it; whether
-    it was cut, or None (nothing read) where a boundary is not one the whole stream's split would keep."""
-    first, end = run.start + 1, run.end
-    head_times, head, head_cut = event_payloads(chunks[:first], times[:first])
-    rest = chunks[end:]
-    if head_cut or starts_with_bom(rest):
-        return None  # a BOM is only dropped at the stream's start: the reads after the run must not start with one
-    tail_times, tail, cut = event_payloads(rest, times[end:])
-    reader.events(*_decoded(head_times, head))
-    reader.run(times[first:end], run.values[1:], template)
-    reader.events(*_decoded(tail_times, tail))
-    return cut
-
-
-def _decoded(stamps: list[int], payloads: list[bytes]) -> tuple[list[int], list[Event | None]]:
-    """The events of a stream's payloads, with their times, less `[DONE]`."""
-    if b"[DONE]" in payloads:  # some gateways end every stream with it; it is no event of this API
-        kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
-        stamps, payloads = [stamps[i] for i in kept], [payloads[i] for i in kept]
-    return stamps, decode_events(payloads)
+    it was cut."""
+    rest = outside(chunks, times, run)  # `[DONE]` out: some gateways end every stream with it; no event of this API
+    events = decode_events(rest.payloads)
+    reader.events(rest.times[: rest.before], events[: rest.before])
+    reader.run(times[run.start + 1 : run.end], run.values[1:], template)
+    reader.events(rest.times[rest.before :], events[rest.before :])
+    return rest.cut
 
 
 def _stream_events(

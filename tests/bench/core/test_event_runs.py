@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
-from bench.core.event_runs import MIN_RUN, find_run
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.core.event_runs import MIN_RUN, _common_prefix, _common_suffix, find_run
 
 HEAD, TAIL = b"data: ", b"\n\n"
 
@@ -58,3 +61,11 @@ def test_no_run_without_a_string_hole_or_with_shared_bytes_a_run_does_not_cover(
             reads = [r.replace(b"\\r", b"\r") for r in reads]  # a raw CR in the shared bytes
         assert find_run(reads, HEAD, TAIL) is None, before
     assert find_run([read(f"t{i}")[:-1] for i in range(30)], HEAD, TAIL) is None  # not framed by `tail`
+
+
+@given(a=st.binary(max_size=40), b=st.binary(max_size=40), shared=st.binary(max_size=8))
+def test_common_prefix_and_suffix_are_the_longest_shared(a: bytes, b: bytes, shared: bytes) -> None:
+    for x, y in ((shared + a, shared + b), (a + shared, b + shared), (a, a), (a, b)):
+        prefix = next((i for i in range(min(len(x), len(y))) if x[i] != y[i]), min(len(x), len(y)))
+        suffix = next((i for i in range(min(len(x), len(y))) if x[-1 - i] != y[-1 - i]), min(len(x), len(y)))
+        assert (_common_prefix(x, y), _common_suffix(x, y)) == (prefix, suffix)
