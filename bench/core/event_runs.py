@@ -49,7 +49,13 @@ class Run:
     __slots__ = ("between", "end", "prefix", "start", "suffix", "values")
 
     def __init__(
-        self, start: int, end: int, prefix: bytes, suffix: bytes, values: list[str], between: bytes | None = None
+        self,
+        start: int,
+        end: int,
+        prefix: bytes,
+        suffix: bytes,
+        values: list[str],
+        between: bytes | None = None,
     ) -> None:
         self.start = start
         self.end = end
@@ -111,6 +117,22 @@ def find_run(reads: Sequence[bytes], head: bytes, tail: bytes, numbered: bool = 
 
 
 Middles = tuple[int, int, list[bytes]]
+
+
+def _string_end(a: bytes, opening: int) -> int | None:
+    """The closing quote of the JSON string that opens at `opening`: the next quote no odd run of backslashes
+    escapes; None if none."""
+    at = a.find(b'"', opening + 1)
+    while at > 0 and _escaped(a, at):
+        at = a.find(b'"', at + 1)
+    return at if at > 0 else None
+
+
+def _escaped(a: bytes, at: int) -> bool:
+    k = at
+    while k and a[k - 1] == 0x5C:  # a backslash
+        k -= 1
+    return (at - k) % 2 == 1
 
 
 def _proved(reads: Sequence[bytes], start: int, end: int, prefix: bytes, suffix: bytes) -> Middles | None:
@@ -262,6 +284,8 @@ def _shape(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes, bytes] 
     closing = a.find(b'"', len(a) - back)  # its closing quote: the first one after they differ again
     if opening < len(head) or closing < opening + 1 or closing >= len(a) - len(tail):
         return None
+    if _string_end(a, opening) != closing:
+        return None  # more than one string between (a paired run's), or no string: known here, before the proof
     prefix, suffix = a[:opening], a[closing + 1 :]
     shared = prefix[len(head) :] + suffix[: len(suffix) - len(tail)]
     if not (prefix.startswith(head) and suffix.endswith(tail) and shared.isascii()):

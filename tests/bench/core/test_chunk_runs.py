@@ -85,6 +85,8 @@ def test_templates_the_bulk_fold_does_not_cover_give_no_run() -> None:
         # The string is a key, or another key after it takes the field's value.
         [b"data: " + json.dumps({"choices": [{"delta": {t: 1}}]}).encode() + b"\n\n" for t in tokens],
         [chunk({"content": t, "x": 1}).replace(b',"x":1', b',"content":"z"') for t in tokens],
+        # OpenAI's `obfuscation`: random characters in every read, a second string that differs.
+        [chunk({"content": t}, obfuscation="ab"[: i % 3]) for i, t in enumerate(tokens)],
         # Two choices.
         [
             b"data: "

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.core.event_runs import MIN_RUN, _common_prefix, _common_suffix, find_run
+from bench.core.event_runs import MIN_RUN, _common_prefix, _common_suffix, _shape, find_run
 
 HEAD, TAIL = b"data: ", b"\n\n"
 
@@ -69,3 +69,11 @@ def test_common_prefix_and_suffix_are_the_longest_shared(a: bytes, b: bytes, sha
         prefix = next((i for i in range(min(len(x), len(y))) if x[i] != y[i]), min(len(x), len(y)))
         suffix = next((i for i in range(min(len(x), len(y))) if x[-1 - i] != y[-1 - i]), min(len(x), len(y)))
         assert (_common_prefix(x, y), _common_suffix(x, y)) == (prefix, suffix)
+
+
+def test_reads_that_differ_in_two_strings_are_no_run() -> None:
+    # OpenAI adds random characters (`obfuscation`) to every delta event by default: two strings differ per read.
+    # Found from the first pair of reads, before any read of the stream is compared (the general path's cost).
+    reads = [read(f"t{i}", after=f'}},"obfuscation":"{"x" * (i % 7)}"}}') for i in range(30)]
+    assert find_run(reads, HEAD, TAIL) is None
+    assert _shape(reads[15], reads[16], HEAD, TAIL) is None
