@@ -24,9 +24,9 @@ piece must start with `between` (C-level compares) and the rest is proved a JSON
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import accumulate, repeat
 from operator import and_, itemgetter
 from typing import NamedTuple
 
@@ -46,7 +46,7 @@ class Run:
     """Reads `start`..`end` (exclusive) of a stream: each `prefix + JSON string + suffix`, the strings in `values`;
     in a numbered run `prefix + integer + between + JSON string + suffix`."""
 
-    __slots__ = ("between", "end", "prefix", "start", "suffix", "values")
+    __slots__ = ("between", "end", "held", "prefix", "start", "suffix", "values")
 
     def __init__(
         self,
@@ -56,6 +56,7 @@ class Run:
         suffix: bytes,
         values: list[str],
         between: bytes | None = None,
+        held: list[int] | None = None,
     ) -> None:
         self.start = start
         self.end = end
@@ -63,6 +64,16 @@ class Run:
         self.suffix = suffix
         self.values = values
         self.between = between
+        # The read that holds each event's end, when they are not one a read (None: event i is read start + i).
+        self.held = held
+
+    def bulk(self, times: Sequence[int]) -> tuple[list[int], list[str]]:
+        """The times and strings of the run's events after its first read (that read is parsed with the reads before
+        the run: it sets the state the rest continues)."""
+        if self.held is None:
+            return list(times[self.start + 1 : self.end]), self.values[1:]
+        after = bisect_right(self.held, self.start)
+        return [times[i] for i in self.held[after:]], self.values[after:]
 
     def template(self, value: bytes, head: int = 0, tail: int = 0, number: bytes = b"1") -> bytes:
         """A read of this run's shape with the JSON string `value` in the hole (and `number` in a numbered run's
@@ -80,6 +91,7 @@ def find_run(reads: Sequence[bytes], head: bytes, tail: bytes, numbered: bool = 
     n = len(reads)
     if n < MIN_RUN:
         return None
+    shape: Shape | None = None
     # Two neighbouring reads in the middle: the same token twice in a row gives no hole, so a few pairs are tried.
     for at in (n // 2, n // 2 + 1, n // 3, 2 * n // 3):
         if at + 1 >= n:
@@ -92,23 +104,89 @@ def find_run(reads: Sequence[bytes], head: bytes, tail: bytes, numbered: bool = 
         if shape is not None:
             break
     else:
-        return None
+        # Every read holds several events (a fast server, reads coalesced): the shape from two events in a read.
+        at = n // 2
+        shape = _event_shape(reads[at], head, tail, numbered) if tail == b"\n\n" else None
+        if shape is None:
+            return None
     prefix, between, suffix = shape
     # Usually every read from the first of the shape's start to the last of its end is in the run: proved at once.
-    first = next(i for i in range(at + 1) if reads[i].startswith(prefix))
+    first = next((i for i in range(at + 1) if reads[i].startswith(prefix)), None)
+    if first is None:
+        return None
     last = next((j for j in range(n - 1, at, -1) if reads[j].endswith(suffix)), at)
     if last + 1 - first < MIN_RUN:
-        whole = None
-    elif between is not None:
+        return _read_by_read(reads, at, prefix, between, suffix)
+    run = _aligned(reads, first, last + 1, prefix, between, suffix)
+    if run is None and tail == b"\n\n":
+        # Reads that hold several events, or an event cut across reads: the same proof over the events.
+        run = _by_events(reads, first, last + 1, prefix, between, suffix)
+    return run if run is not None else _read_by_read(reads, at, prefix, between, suffix)
+
+
+# A run's shape: the bytes before its hole(s), between its integer and its string (a numbered run's), after them.
+Shape = tuple[bytes, bytes | None, bytes]
+
+
+def _event_shape(read: bytes, head: bytes, tail: bytes, numbered: bool) -> Shape | None:
+    """The shape of the first two whole events of a read that holds several (its first piece may be an event's end,
+    its last one's start)."""
+    events = read.split(tail)
+    if len(events) < 4:
+        return None
+    a, b = events[1] + tail, events[2] + tail
+    return _numbered_shape(a, b, head, tail) if numbered else _shape_of(a, b, head, tail)
+
+
+def _aligned(
+    reads: Sequence[bytes], start: int, end: int, prefix: bytes, between: bytes | None, suffix: bytes
+) -> Run | None:
+    """Reads `start`..`end` as a run of one event each, or None."""
+    if between is not None:
         # A numbered run whose integers count up by one (a stream's sequence numbers) is proved with its strings.
-        strings = _counted(reads, first, last + 1, prefix, between, suffix)
+        strings = _counted(reads, start, end, prefix, between, suffix)
         values = None if strings is None else _strings(strings)
-        if values is not None:
-            return Run(first, last + 1, prefix, suffix, values, between)
-        whole = None
     else:
-        whole = _proved(reads, first, last + 1, prefix, suffix)
-    middles = whole if whole is not None else _around(reads, at, prefix, suffix)
+        middles = _proved(reads, start, end, prefix, suffix)
+        values = None if middles is None else _strings(middles[2])
+    return None if values is None else Run(start, end, prefix, suffix, values, between)
+
+
+def _by_events(
+    reads: Sequence[bytes], start: int, end: int, prefix: bytes, between: bytes | None, suffix: bytes
+) -> Run | None:
+    """Reads `start`..`end` as a run whose events lie across reads as they came (several in a read, one cut in two),
+    or None. The reads joined are split at LF LF (in a run only an event's end holds one: its shared bytes hold no
+    other, its strings no LF), each event proved as a read is, and each event's time is the time of the read that
+    holds its end."""
+    joined = b"".join(reads[start:end])
+    events = joined.split(b"\n\n")
+    if events.pop():
+        return None  # the last read does not end an event
+    short = suffix[:-2]
+    run = _aligned(events, 0, len(events), prefix, between, short)
+    if run is None:
+        return None
+    read_ends = list(accumulate(map(len, reads[start:end])))
+    event_ends = list(accumulate(map(len, events), lambda total, size: total + size + 2, initial=0))[1:]
+    # The run starts (for the parser) at the first read that ends where an event does: the reads up to it are parsed
+    # with the reads before the run, the events after it are folded in bulk.
+    first = next((i for i, at in enumerate(read_ends) if _among(event_ends, at)), None)
+    if first is None:
+        return None
+    held = [start + i for i in map(bisect_left, repeat(read_ends), event_ends)]
+    return Run(start + first, end, prefix, suffix, run.values, between, held)
+
+
+def _among(ordered: list[int], value: int) -> bool:
+    at = bisect_left(ordered, value)
+    return at < len(ordered) and ordered[at] == value
+
+
+def _read_by_read(reads: Sequence[bytes], at: int, prefix: bytes, between: bytes | None, suffix: bytes) -> Run | None:
+    """The run of one-event reads around read `at`, each read's prefix and suffix compared on its own (a read of
+    another shape inside)."""
+    middles = _around(reads, at, prefix, suffix)
     if middles is None:
         return None
     start, end, pieces = middles
@@ -141,7 +219,7 @@ def _proved(reads: Sequence[bytes], start: int, end: int, prefix: bytes, suffix:
     `suffix + prefix`, and the suffix: the pieces line up read by read (equal lengths; a read shorter than prefix and
     suffix makes them unequal)."""
     part = reads[start:end]
-    middles = list(map(itemgetter(slice(len(prefix), -len(suffix))), part))
+    middles = list(map(itemgetter(slice(len(prefix), -len(suffix) or None)), part))
     if b"".join(part) != prefix + (suffix + prefix).join(middles) + suffix:
         return None
     return start, end, middles
@@ -166,7 +244,7 @@ def _counted(
     strings: list[bytes] = []
     cut = at + len(between) + len(suffix)
     for i, j, w in _widths(low, low + end - start):
-        slicer = itemgetter(slice(cut - len(suffix) + w, -len(suffix)))
+        slicer = itemgetter(slice(cut - len(suffix) + w, -len(suffix) or None))
         strings += map(slicer, reads[start + i - low : start + j - low])
     k = end - start  # the widths' pieces cover the count: k strings, k integers
     # The reads as they must be, `prefix, integer, between, string, suffix` each, laid out by C-level slice stores.
@@ -212,7 +290,7 @@ def _around(reads: Sequence[bytes], at: int, prefix: bytes, suffix: bytes) -> Mi
         end = n
     if end - start < MIN_RUN:
         return None
-    return start, end, list(map(itemgetter(slice(len(prefix), -len(suffix))), reads[start:end]))
+    return start, end, list(map(itemgetter(slice(len(prefix), -len(suffix) or None)), reads[start:end]))
 
 
 def _strings(middles: list[bytes]) -> list[str] | None:

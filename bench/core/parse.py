@@ -151,9 +151,10 @@ def _parse_with_run(
     rest = outside(chunks, times, run)
     decoded = decode_chunks(rest.payloads)
     fold.events(rest.times[: rest.before], decoded[: rest.before])
-    if not fold.run(times[first:end], run.values[1:], template, hole):
-        # Fragments that start another call's arguments: each read is one whole event, folded one by one.
-        fold.events(list(times[first:end]), decode_chunks([c[6:-2] for c in chunks[first:end]]))
+    if not fold.run(*run.bulk(times), template, hole):
+        # Fragments that start another call's arguments: the run's reads (whole events) folded event by event.
+        stamps, payloads, _ = event_payloads(chunks[first:end], times[first:end])
+        fold.events(stamps, decode_chunks(payloads))
     fold.events(rest.times[rest.before :], decoded[rest.before :])
     named = [*decoded[: rest.before], template, *decoded[rest.before :]]
     p.model = next((c.model for c in named if c is not None and c.model), None)

@@ -238,7 +238,7 @@ def _read_with_run(reader: _Reader, chunks: Sequence[bytes], times: Sequence[int
     rest = outside(chunks, times, run)  # `[DONE]` out: some gateways end every stream with it; no event of this API
     events = decode_events(rest.payloads)
     reader.events(rest.times[: rest.before], events[: rest.before])
-    reader.run(times[run.start + 1 : run.end], run.values[1:], template)
+    reader.run(*run.bulk(times), template)
     reader.events(rest.times[rest.before :], events[rest.before :])
     return rest.cut
 

@@ -43,7 +43,7 @@ def response_run(reads: Sequence[bytes]) -> tuple[Run, Event] | None:
     run = next((found for found in (find_run(reads, head, _TAIL, numbered=True) for head in heads) if found), None)
     if run is None:
         return None
-    head = _head(reads[run.start])
+    head = _head(run.prefix)  # the run's first read may start inside an event when reads hold several
     skip, tail = len(head), len(_TAIL)
     a = decode_event(run.template(b'"A"', skip, tail))
     b = decode_event(run.template(b'"B"', skip, tail))

@@ -4,6 +4,7 @@ ParsedExchange, every field, on streams built to hold runs and then spoiled in t
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 from unittest.mock import patch
 
@@ -216,3 +217,35 @@ def test_any_stream_parses_with_runs_as_event_by_event(
         reads = _spoil(reads, how, at, cut_at)
     with_runs, plain = both(reads, [gap + i for i in range(len(reads))])
     assert with_runs == plain
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    kind=st.sampled_from(["text", "calls"]),
+    tokens=st.lists(_TOKEN, min_size=8, max_size=40),
+    cuts=st.lists(st.integers(0, 20_000), max_size=30),
+    glue=st.lists(st.integers(0, 60), max_size=15),
+)
+def test_reads_regrouped_as_a_network_delivers_them_parse_as_event_by_event(
+    kind: str, tokens: list[str], cuts: list[int], glue: list[int]
+) -> None:
+    reads = text_stream(tokens) if kind == "text" else call_stream(tokens)
+    for at in sorted(set(glue), reverse=True):  # two reads delivered as one
+        if at + 1 < len(reads):
+            reads[at : at + 2] = [reads[at] + reads[at + 1]]
+    data = b"".join(reads)
+    ends = [0, *sorted({c % len(data) for c in cuts}), len(data)]  # and reads cut anywhere
+    if cuts:
+        reads = [data[a:b] for a, b in pairwise(ends) if b > a]
+    with_runs, plain = both(reads, [3 * i for i in range(len(reads))])
+    assert with_runs == plain
+
+
+def test_a_stream_whose_reads_hold_several_events_is_folded_as_a_run() -> None:
+    tokens = [f" w{i}" for i in range(60)]
+    events = text_stream(tokens)
+    reads = [events[0], *(b"".join(events[i : i + 3]) for i in range(1, len(events), 3))]
+    found = chat_run(reads)
+    assert found is not None and found[0].held is not None
+    with_runs, plain = both(reads)
+    assert with_runs == plain and with_runs.content == "".join(tokens)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -77,3 +78,46 @@ def test_reads_that_differ_in_two_strings_are_no_run() -> None:
     reads = [read(f"t{i}", after=f'}},"obfuscation":"{"x" * (i % 7)}"}}') for i in range(30)]
     assert find_run(reads, HEAD, TAIL) is None
     assert _shape(reads[15], reads[16], HEAD, TAIL) is None
+
+
+def test_events_several_in_a_read_or_cut_across_reads_are_a_run_timed_by_the_read_that_ends_them() -> None:
+    tokens = [f"t{i}" for i in range(30)]
+    events = list(map(read, tokens))
+    # Reads as a proxy gets them from a fast server: two events in one read, one event cut in two, the rest alone.
+    reads = [*events[:10], events[10] + events[11], events[12][:40], events[12][40:], *events[13:]]
+    run = find_run(reads, HEAD, TAIL)
+    assert run is not None and run.values == tokens and (run.start, run.end) == (0, len(reads))
+    times = [100 * i for i in range(len(reads))]
+    later, values = run.bulk(times)
+    assert values == tokens[1:]
+    # Event 10 and 11 end in read 10; event 12 in read 12 (its second half); event 13 in read 13.
+    assert later[9:13] == [1000, 1000, 1200, 1300] and later[:9] == times[1:10]
+    # The run's first read must end where an event ends (it is parsed with the reads before the run).
+    cut_first = [events[0] + events[1][:30], events[1][30:], *events[2:]]
+    run = find_run(cut_first, HEAD, TAIL)
+    assert run is None or run.start >= 1
+    # The last read must end an event: a stream cut inside the run's last event is no run of the whole.
+    cut_last = [*events[:-1], events[-1][:-1]]
+    run = find_run(cut_last, HEAD, TAIL)
+    assert run is None or run.end < len(cut_last)
+
+
+def test_coalesced_reads_that_start_or_end_inside_an_event() -> None:
+    tokens = [f"t{i}" for i in range(40)]
+    data = b"".join(map(read, tokens))
+    # Every read holds several events and starts and ends inside one (cut 30 bytes into an event): the shape is
+    # taken from the whole events inside a read, not from its cut first piece.
+    size = len(read("t10"))
+    cuts = [0, *(30 + size * k for k in range(3, 40, 3)), len(data)]
+    reads = [data[a:b] for a, b in pairwise(cuts)]
+    run = find_run(reads, HEAD, TAIL)
+    assert run is not None and run.values == tokens
+    # A first read that is one whole event, then reads that hold several and end inside one, and after the middle
+    # read none that ends an event: no run (its end would cut an event in two).
+    rest = data[len(read("t0")) :]
+    cuts = [0, *(30 + size * k for k in range(3, 39, 3)), len(rest)]
+    coalesced = [read("t0"), *(rest[a:b] for a, b in pairwise(cuts))]
+    middle = len(coalesced) // 2
+    tail_cut = [*coalesced[: middle + 1], *(r[:-1] + b"x" for r in coalesced[middle + 1 :])]
+    assert find_run(tail_cut, HEAD, TAIL) is None
+    assert find_run(coalesced, HEAD, TAIL) is not None  # whole, the same reads are a run
