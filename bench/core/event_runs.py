@@ -158,21 +158,30 @@ def _by_events(
     """Reads `start`..`end` as a run whose events lie across reads as they came (several in a read, one cut in two),
     or None. The reads joined are split at LF LF (in a run only an event's end holds one: its shared bytes hold no
     other, its strings no LF), each event proved as a read is, and each event's time is the time of the read that
-    holds its end."""
-    joined = b"".join(reads[start:end])
-    events = joined.split(b"\n\n")
+    holds its end. The run begins and ends (for the parser) where a read ends with an event: the reads up to its
+    first such read are parsed with the reads before the run; reads from the first event of another shape on, with
+    the reads after it."""
+    events = b"".join(reads[start:end]).split(b"\n\n")
     if events.pop():
         return None  # the last read does not end an event
-    short = suffix[:-2]
-    run = _aligned(events, 0, len(events), prefix, between, short)
-    if run is None:
-        return None
     read_ends = list(accumulate(map(len, reads[start:end])))
     event_ends = list(accumulate(map(len, events), lambda total, size: total + size + 2, initial=0))[1:]
-    # The run starts (for the parser) at the first read that ends where an event does: the reads up to it are parsed
-    # with the reads before the run, the events after it are folded in bulk.
+    fits = list(map(bytes.startswith, events, repeat(prefix)))
+    if not all(fits):
+        # The region's last reads hold events of another shape (a response's last events end like a delta):
+        # the run ends at the last read that ends with an event before the first of them.
+        limit = event_ends[fits.index(False) - 1] if fits[0] else 0
+        last = bisect_right(read_ends, limit) - 1
+        while last >= 0 and not _among(event_ends, read_ends[last]):
+            last -= 1
+        if last < 0:
+            return None
+        end = start + last + 1
+        del read_ends[last + 1 :], events[bisect_left(event_ends, read_ends[last]) + 1 :]
+        del event_ends[len(events) :]
+    run = _aligned(events, 0, len(events), prefix, between, suffix[:-2])
     first = next((i for i, at in enumerate(read_ends) if _among(event_ends, at)), None)
-    if first is None:
+    if run is None or first is None or len(events) < MIN_RUN:
         return None
     held = [start + i for i in map(bisect_left, repeat(read_ends), event_ends)]
     return Run(start + first, end, prefix, suffix, run.values, between, held)

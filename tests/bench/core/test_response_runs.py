@@ -224,3 +224,21 @@ def test_a_count_past_the_bound_takes_the_general_proof() -> None:
     chunks = [delta("response.output_text.delta", 999_990 + i, t) for i, t in enumerate(texts)]
     run = find_run(chunks, b"event: response.output_text.delta\ndata: ", b"\n\n", numbered=True)
     assert run is not None and run.values == texts and len(event_runs._DECIMALS) <= 2 * MAX_COUNTED
+
+
+def test_reads_that_hold_several_events_are_folded_as_a_run() -> None:
+    events = stream([("response.output_text.delta", [f"w{i}" for i in range(60)])])
+    reads = [events[0], *(b"".join(events[i : i + 3]) for i in range(1, len(events), 3))]
+    found = response_run(reads)
+    assert found is not None and found[0].held is not None
+    assert_same(reads)
+
+
+def test_a_run_whose_last_event_is_cut_across_the_reads_before_the_final_event_ends_before_it() -> None:
+    events = stream([("response.output_text.delta", [f"w{i}" for i in range(60)])])
+    reads = [events[0], *(b"".join(events[i : i + 3]) for i in range(1, len(events) - 3, 3))]
+    last = b"".join(events[len(events) - 3 :])  # the last two deltas and the completed event
+    reads += [last[:20], last[20:]]  # the second to last delta cut across two reads
+    found = response_run(reads)
+    assert found is not None and found[0].end <= len(reads) - 2
+    assert_same(reads)
