@@ -1,7 +1,9 @@
 """Chat Completions streams' runs (bench.core.event_runs): which field of a chunk a run's string fills, proved.
 
 The run's template is decoded with two different strings in its hole; each decode must hold its own string in the
-same field: the delta's content, reasoning_content, or the arguments of its one tool-call fragment. Then every read
+same field: the delta's content, reasoning_content, or the arguments of its one tool-call fragment. A paired run's
+second string (OpenAI's `obfuscation`) must be one the chunk ignores: another string or a number in its place decodes
+to the same chunk. Then every read
 of the run is that chunk with its string in that field, and the parser folds the run without building a chunk per
 read (bench.core.parse, `_Fold.run`). A template the bulk fold does not cover (several choices, an error or usage in
 every read, a fragment that names a call) gives no run.
@@ -16,6 +18,7 @@ from bench.core.event_runs import Run, find_run
 
 CONTENT, REASONING_CONTENT, ARGUMENTS = 1, 2, 3
 _HEAD, _TAIL = b"data: ", b"\n\n"
+_OTHERS = (b'"P"', b"0")
 
 
 def chat_run(reads: Sequence[bytes]) -> tuple[Run, Chunk, int] | None:
@@ -31,6 +34,12 @@ def chat_run(reads: Sequence[bytes]) -> tuple[Run, Chunk, int] | None:
     # The bytes around the hole are the same in both, so only the hole's field can differ: each decode holding its
     # own string there, and every other field being one the bulk fold covers, is the whole proof.
     if hole is None or _hole(b, "B") != hole:
+        return None
+    # A paired run's other string (OpenAI's obfuscation) must be a value the chunk does not keep: another string, or
+    # a number (no key can be one), there reads alike, so any string there does.
+    if run.rest is not None and not all(
+        decode_chunk(run.template(b'"A"', len(_HEAD), len(_TAIL), other=o)) == a for o in _OTHERS
+    ):
         return None
     return run, a, hole
 

@@ -19,6 +19,13 @@ the string: each middle is `digits + between + JSON string`, `between` the share
 middles joined with LF (which they must not hold otherwise): one regex split at LF + a JSON integer (ASCII digits, no
 sign, no leading zero, not followed by a digit) gives one piece per middle only if every middle starts with one; each
 piece must start with `between` (C-level compares) and the rest is proved a JSON string as above.
+
+A paired run (OpenAI's streams: random characters in an `obfuscation` field of every delta event, by default) has a
+third hole, a second JSON string after the first: each middle (after the integer in a numbered run) is `JSON string +
+rest + JSON string`, `rest` the shared bytes between them. Proved on the middles joined with `,LF` and each `rest`
+replaced by `,CR` (`_paired_strings`): CR and LF must alternate, one CR a middle, and the whole must decode as twice as
+many strings as middles. Neither can be in a string, so each comma before them is the array's, all of its commas: one
+string between each two. The caller proves that the second string does not matter to what it decodes.
 """
 
 from __future__ import annotations
@@ -38,15 +45,18 @@ _STRINGS = msgspec.json.Decoder(list[str])
 # A middle's integer: JSON's (no sign, no leading zero), ASCII digits, all of them (`between` starts with no digit).
 _NUMBER = re.compile(rb"\n(?:0|[1-9][0-9]*)(?![0-9])")
 _DIGITS = frozenset(b"0123456789")
+# A paired run's proof keeps only the line breaks of its text: CR (a `rest`) and LF (between middles) in turn.
+_NOT_LINE_BREAKS = bytes(sorted(set(range(256)) - {0x0A, 0x0D}))
 # Shorter runs cost more to prove than they save.
 MIN_RUN = 8
 
 
 class Run:
     """Reads `start`..`end` (exclusive) of a stream: each `prefix + JSON string + suffix`, the strings in `values`;
-    in a numbered run `prefix + integer + between + JSON string + suffix`."""
+    in a numbered run `prefix + integer + between + JSON string + suffix`; in a paired run a second JSON string after
+    the first, `rest` the bytes between them (`... + JSON string + rest + other JSON string + suffix`)."""
 
-    __slots__ = ("between", "end", "held", "prefix", "start", "suffix", "values")
+    __slots__ = ("between", "end", "held", "prefix", "rest", "start", "suffix", "values")
 
     def __init__(
         self,
@@ -57,6 +67,7 @@ class Run:
         values: list[str],
         between: bytes | None = None,
         held: list[int] | None = None,
+        rest: bytes | None = None,
     ) -> None:
         self.start = start
         self.end = end
@@ -66,6 +77,7 @@ class Run:
         self.between = between
         # The read that holds each event's end, when they are not one a read (None: event i is read start + i).
         self.held = held
+        self.rest = rest
 
     def bulk(self, times: Sequence[int]) -> tuple[list[int], list[str]]:
         """The times and strings of the run's events after its first read (that read is parsed with the reads before
@@ -75,19 +87,24 @@ class Run:
         after = bisect_right(self.held, self.start)
         return [times[i] for i in self.held[after:]], self.values[after:]
 
-    def template(self, value: bytes, head: int = 0, tail: int = 0, number: bytes = b"1") -> bytes:
+    def template(
+        self, value: bytes, head: int = 0, tail: int = 0, number: bytes = b"1", other: bytes = b'"o"'
+    ) -> bytes:
         """A read of this run's shape with the JSON string `value` in the hole (and `number` in a numbered run's
-        integer hole), less `head` bytes at the start and `tail` at the end (a read's SSE framing)."""
+        integer hole, `other` in a paired run's second hole), less `head` bytes at the start and `tail` at the end
+        (a read's SSE framing)."""
         hole = value if self.between is None else number + self.between + value
+        if self.rest is not None:
+            hole += self.rest + other
         whole = self.prefix + hole + self.suffix
         return whole[head : len(whole) - tail]
 
 
 def find_run(reads: Sequence[bytes], head: bytes, tail: bytes, numbered: bool = False) -> Run | None:
     """The longest run of reads around the middle of the stream that start with `head`, end with `tail` and differ
-    from each other only in one JSON string (`numbered`: in an integer and then a JSON string), or None.
-    `head`/`tail` (a read's SSE framing, e.g. `data: ` and LF LF) must be in the shared bytes; the bytes shared must
-    be ASCII and hold no CR or LF besides `head`'s and `tail`'s."""
+    from each other only in one JSON string (`numbered`: in an integer and then a JSON string), or in that string and
+    a second one after it (a paired run), or None. `head`/`tail` (a read's SSE framing, e.g. `data: ` and LF LF) must
+    be in the shared bytes; the bytes shared must be ASCII and hold no CR or LF besides `head`'s and `tail`'s."""
     n = len(reads)
     if n < MIN_RUN:
         return None
@@ -96,11 +113,7 @@ def find_run(reads: Sequence[bytes], head: bytes, tail: bytes, numbered: bool = 
     for at in (n // 2, n // 2 + 1, n // 3, 2 * n // 3):
         if at + 1 >= n:
             continue
-        shape = (
-            _numbered_shape(reads[at], reads[at + 1], head, tail)
-            if numbered
-            else _shape_of(reads[at], reads[at + 1], head, tail)
-        )
+        shape = _shape_at(reads[at], reads[at + 1], head, tail, numbered)
         if shape is not None:
             break
     else:
@@ -109,23 +122,24 @@ def find_run(reads: Sequence[bytes], head: bytes, tail: bytes, numbered: bool = 
         shape = _event_shape(reads[at], head, tail, numbered) if tail == b"\n\n" else None
         if shape is None:
             return None
-    prefix, between, suffix = shape
+    prefix, _, rest, suffix = shape
     # Usually every read from the first of the shape's start to the last of its end is in the run: proved at once.
     first = next((i for i in range(at + 1) if reads[i].startswith(prefix)), None)
     if first is None:
         return None
-    last = next((j for j in range(n - 1, at, -1) if reads[j].endswith(suffix)), at)
+    last = next((j for j in range(n - 1, at, -1) if reads[j].endswith(suffix) and (not rest or rest in reads[j])), at)
     if last + 1 - first < MIN_RUN:
-        return _read_by_read(reads, at, prefix, between, suffix)
-    run = _aligned(reads, first, last + 1, prefix, between, suffix)
+        return _read_by_read(reads, at, shape)
+    run = _aligned(reads, first, last + 1, shape)
     if run is None and tail == b"\n\n":
         # Reads that hold several events, or an event cut across reads: the same proof over the events.
-        run = _by_events(reads, first, last + 1, prefix, between, suffix)
-    return run if run is not None else _read_by_read(reads, at, prefix, between, suffix)
+        run = _by_events(reads, first, last + 1, shape)
+    return run if run is not None else _read_by_read(reads, at, shape)
 
 
-# A run's shape: the bytes before its hole(s), between its integer and its string (a numbered run's), after them.
-Shape = tuple[bytes, bytes | None, bytes]
+# A run's shape: the bytes before its hole(s), between its integer and its string (a numbered run's), between its
+# string and its second string (a paired run's), after them.
+Shape = tuple[bytes, bytes | None, bytes | None, bytes]
 
 
 def _event_shape(read: bytes, head: bytes, tail: bytes, numbered: bool) -> Shape | None:
@@ -134,33 +148,30 @@ def _event_shape(read: bytes, head: bytes, tail: bytes, numbered: bool) -> Shape
     events = read.split(tail)
     if len(events) < 4:
         return None
-    a, b = events[1] + tail, events[2] + tail
-    return _numbered_shape(a, b, head, tail) if numbered else _shape_of(a, b, head, tail)
+    return _shape_at(events[1] + tail, events[2] + tail, head, tail, numbered)
 
 
-def _aligned(
-    reads: Sequence[bytes], start: int, end: int, prefix: bytes, between: bytes | None, suffix: bytes
-) -> Run | None:
+def _aligned(reads: Sequence[bytes], start: int, end: int, shape: Shape) -> Run | None:
     """Reads `start`..`end` as a run of one event each, or None."""
+    prefix, between, rest, suffix = shape
     if between is not None:
         # A numbered run whose integers count up by one (a stream's sequence numbers) is proved with its strings.
         strings = _counted(reads, start, end, prefix, between, suffix)
-        values = None if strings is None else _strings(strings)
+        values = None if strings is None else _decoded(strings, rest)
     else:
         middles = _proved(reads, start, end, prefix, suffix)
-        values = None if middles is None else _strings(middles[2])
-    return None if values is None else Run(start, end, prefix, suffix, values, between)
+        values = None if middles is None else _decoded(middles[2], rest)
+    return None if values is None else Run(start, end, prefix, suffix, values, between, rest=rest)
 
 
-def _by_events(
-    reads: Sequence[bytes], start: int, end: int, prefix: bytes, between: bytes | None, suffix: bytes
-) -> Run | None:
+def _by_events(reads: Sequence[bytes], start: int, end: int, shape: Shape) -> Run | None:
     """Reads `start`..`end` as a run whose events lie across reads as they came (several in a read, one cut in two),
     or None. The reads joined are split at LF LF (in a run only an event's end holds one: its shared bytes hold no
     other, its strings no LF), each event proved as a read is, and each event's time is the time of the read that
     holds its end. The run begins and ends (for the parser) where a read ends with an event: the reads up to its
     first such read are parsed with the reads before the run; reads from the first event of another shape on, with
     the reads after it."""
+    prefix, between, rest, suffix = shape
     events = b"".join(reads[start:end]).split(b"\n\n")
     if events.pop():
         return None  # the last read does not end an event
@@ -179,12 +190,12 @@ def _by_events(
         end = start + last + 1
         del read_ends[last + 1 :], events[bisect_left(event_ends, read_ends[last]) + 1 :]
         del event_ends[len(events) :]
-    run = _aligned(events, 0, len(events), prefix, between, suffix[:-2])
+    run = _aligned(events, 0, len(events), (prefix, between, rest, suffix[:-2]))
     first = next((i for i, at in enumerate(read_ends) if _among(event_ends, at)), None)
     if run is None or first is None or len(events) < MIN_RUN:
         return None
     held = [start + i for i in map(bisect_left, repeat(read_ends), event_ends)]
-    return Run(start + first, end, prefix, suffix, run.values, between, held)
+    return Run(start + first, end, prefix, suffix, run.values, between, held, rest)
 
 
 def _among(ordered: list[int], value: int) -> bool:
@@ -192,15 +203,22 @@ def _among(ordered: list[int], value: int) -> bool:
     return at < len(ordered) and ordered[at] == value
 
 
-def _read_by_read(reads: Sequence[bytes], at: int, prefix: bytes, between: bytes | None, suffix: bytes) -> Run | None:
+def _read_by_read(reads: Sequence[bytes], at: int, shape: Shape) -> Run | None:
     """The run of one-event reads around read `at`, each read's prefix and suffix compared on its own (a read of
-    another shape inside)."""
-    middles = _around(reads, at, prefix, suffix)
+    another shape inside; in a paired run, a read without the second string)."""
+    prefix, between, rest, suffix = shape
+    middles = _around(reads, at, prefix, suffix, rest)
     if middles is None:
         return None
     start, end, pieces = middles
-    values = _strings(pieces) if between is None else _numbered_strings(pieces, between)
-    return None if values is None else Run(start, end, prefix, suffix, values, between)
+    strings = pieces if between is None else _numbered_middles(pieces, between)
+    values = None if strings is None else _decoded(strings, rest)
+    return None if values is None else Run(start, end, prefix, suffix, values, between, rest=rest)
+
+
+def _decoded(middles: list[bytes], rest: bytes | None) -> list[str] | None:
+    """The strings, if each middle is one JSON string (a paired run's: one, `rest` and another), else None."""
+    return _strings(middles) if rest is None else _paired_strings(rest, middles)
 
 
 Middles = tuple[int, int, list[bytes]]
@@ -213,6 +231,14 @@ def _string_end(a: bytes, opening: int) -> int | None:
     while at > 0 and _escaped(a, at):
         at = a.find(b'"', at + 1)
     return at if at > 0 else None
+
+
+def _unescaped_quote(a: bytes, at: int) -> int | None:
+    """The first quote from `at` on that no odd run of backslashes escapes (a string's end, inside one), or None."""
+    at = a.find(b'"', at)
+    while at > 0 and _escaped(a, at):
+        at = a.find(b'"', at + 1)
+    return at if at >= 0 else None
 
 
 def _escaped(a: bytes, at: int) -> bool:
@@ -285,11 +311,13 @@ def _widths(low: int, high: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def _around(reads: Sequence[bytes], at: int, prefix: bytes, suffix: bytes) -> Middles | None:
+def _around(reads: Sequence[bytes], at: int, prefix: bytes, suffix: bytes, rest: bytes | None) -> Middles | None:
     """The run around read `at` and its middles, each read's prefix and suffix compared on its own (a read of
-    another shape inside)."""
+    another shape inside), and in a paired run its holding `rest` (a read without the second string)."""
     n = len(reads)
     fits = list(map(and_, map(bytes.startswith, reads, repeat(prefix)), map(bytes.endswith, reads, repeat(suffix))))
+    if rest:
+        fits = list(map(and_, fits, map(bytes.__contains__, reads, repeat(rest))))
     start = at
     while start and fits[start - 1]:
         start -= 1
@@ -314,8 +342,30 @@ def _strings(middles: list[bytes]) -> list[str] | None:
     return values if len(values) == len(middles) else None
 
 
-def _numbered_strings(middles: list[bytes], between: bytes) -> list[str] | None:
-    """The strings, if each middle is exactly a JSON integer of ASCII digits, `between` and one JSON string token."""
+def _paired_strings(rest: bytes, middles: list[bytes]) -> list[str] | None:
+    """The first strings, if each middle is exactly one JSON string token, `rest` and one JSON string token (no CR or
+    LF around them), else None. Proved on the middles joined with `,` LF (which they must not hold otherwise) with
+    each `rest` replaced by `,` CR: the CRs and LFs alternate, one CR per middle (no `rest` spans two middles: it holds
+    no LF and does not end with the comma before one) and the whole decodes as a JSON array of twice as many strings
+    as middles. A JSON string holds no raw CR or LF, so the comma before each is the array's: these are all its
+    commas, and between each two of them lies exactly one string."""
+    n = len(middles)
+    text = b",\n".join(middles)
+    if b"\r" in text or rest.endswith(b","):
+        return None
+    paired = text.replace(rest, b",\r")  # its LFs are the text's: their count is proved with the CRs'
+    if paired.translate(None, _NOT_LINE_BREAKS) != b"\r\n" * (n - 1) + b"\r":
+        return None
+    try:
+        values = _STRINGS.decode(b"[" + paired + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return values[::2] if len(values) == 2 * n else None
+
+
+def _numbered_middles(middles: list[bytes], between: bytes) -> list[bytes] | None:
+    """What follows `between` in each middle, if each middle is exactly a JSON integer of ASCII digits and `between`
+    and then that, else None."""
     n = len(middles)
     text = b"\n" + b"\n".join(middles)
     if text.count(b"\n") != n:
@@ -327,24 +377,30 @@ def _numbered_strings(middles: list[bytes], between: bytes) -> list[str] | None:
     del rests[0]
     if not all(map(bytes.startswith, rests, repeat(between))):
         return None
-    return _strings(list(map(itemgetter(slice(len(between), None)), rests)))
+    return list(map(itemgetter(slice(len(between), None)), rests))
 
 
-def _shape_of(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes, None, bytes] | None:
-    shape = _shape(a, b, head, tail)
-    return None if shape is None else (shape[0], None, shape[1])
+def _shape_at(a: bytes, b: bytes, head: bytes, tail: bytes, numbered: bool) -> Shape | None:
+    """The shape of the run `a` and `b` are in, `(prefix, between, rest, suffix)`: one string in which they differ
+    (after an integer if `numbered`), else two (a paired run's: `rest` the bytes between them); or None."""
+    if numbered:
+        one = _numbered_shape(a, b, head, tail)
+        if one is not None:
+            return one[0], one[1], None, one[2]
+    else:
+        plain = _shape(a, b, head, tail)
+        if plain is not None:
+            return plain[0], None, None, plain[1]
+    return _paired_shape(a, b, head, tail, numbered)
 
 
 def _numbered_shape(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes, bytes, bytes] | None:
     """The bytes before the integer in which `a` and `b` first differ, between it and the one string in which they
     differ after it, and after that string; or None."""
-    same = _common_prefix(a, b)
-    start = same
-    while start and a[start - 1] in _DIGITS:
-        start -= 1  # the integer's first digit: the prefix ends with a byte that is no digit
-    a_end, b_end = _digits_end(a, start), _digits_end(b, start)
-    if start < len(head) or same >= max(a_end, b_end) or a_end == start or b_end == start:
-        return None  # the first difference is not in an integer
+    ends = _integer(a, b, head)
+    if ends is None:
+        return None
+    start, a_end, b_end = ends
     rest = _shape(a[a_end:], b[b_end:], b"", tail)
     prefix = a[:start]
     shared = prefix[len(head) :]
@@ -353,6 +409,71 @@ def _numbered_shape(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes
     if b"\n" in shared or b"\r" in shared:
         return None
     return prefix, rest[0], rest[1]
+
+
+def _paired_shape(a: bytes, b: bytes, head: bytes, tail: bytes, numbered: bool) -> Shape | None:
+    """The bytes before the first string in which `a` and `b` differ (`numbered`: before the integer in which they
+    first differ, and between it and the string), between that string and the last string in which they differ, and
+    after it; or None."""
+    if not numbered:
+        two = _two_strings(a, b, tail)
+        if two is None:
+            return None
+        prefix, rest, suffix = two
+        between = None
+    else:
+        ends = _integer(a, b, head)
+        if ends is None:
+            return None
+        two = _two_strings(a[ends[1] :], b[ends[2] :], tail)
+        if two is None or not two[0]:
+            return None
+        prefix = a[: ends[0]]
+        between, rest, suffix = two
+    shared = prefix[len(head) :] + (between or b"") + rest + suffix[: len(suffix) - len(tail)]
+    if not (prefix.startswith(head) and suffix.endswith(tail) and shared.isascii()):
+        return None
+    if b"\n" in shared or b"\r" in shared:
+        return None
+    return prefix, between, rest, suffix
+
+
+def _two_strings(a: bytes, b: bytes, tail: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """The bytes before the first string in which `a` and `b` differ, between it and the last string in which they
+    differ (the same in both), and after that; or None."""
+    same, back = _common_prefix(a, b), _common_suffix(a, b)
+    opening = a.rfind(b'"', 0, same)
+    closing = _unescaped_quote(a, len(a) - back)  # the last string's closing quote
+    if opening < 0 or closing is None or closing >= len(a) - len(tail):
+        return None
+    a_end, b_end = _string_end(a, opening), _string_end(b, opening)
+    a_start, b_start = _string_start(a, closing), _string_start(b, len(b) - len(a) + closing)
+    if a_end is None or b_end is None or a_start is None or b_start is None:
+        return None
+    rest = a[a_end + 1 : a_start]
+    if not rest or rest != b[b_end + 1 : b_start]:
+        return None
+    return a[:opening], rest, a[closing + 1 :]
+
+
+def _string_start(a: bytes, closing: int) -> int | None:
+    """The opening quote of the JSON string that closes at `closing` (every quote inside it escaped), or None."""
+    at = a.rfind(b'"', 0, closing)
+    while at > 0 and _escaped(a, at):
+        at = a.rfind(b'"', 0, at)
+    return at if at > 0 else None
+
+
+def _integer(a: bytes, b: bytes, head: bytes) -> tuple[int, int, int] | None:
+    """Where the integer in which `a` and `b` first differ starts, and where it ends in each; or None."""
+    same = _common_prefix(a, b)
+    start = same
+    while start and a[start - 1] in _DIGITS:
+        start -= 1  # the integer's first digit: the prefix ends with a byte that is no digit
+    a_end, b_end = _digits_end(a, start), _digits_end(b, start)
+    if start < len(head) or same >= max(a_end, b_end) or a_end == start or b_end == start:
+        return None  # the first difference is not in an integer
+    return start, a_end, b_end
 
 
 def _digits_end(a: bytes, at: int) -> int:
@@ -368,8 +489,8 @@ def _shape(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes, bytes] 
         return None
     opening = a.rfind(b'"', 0, same)  # the string's opening quote: the last one before they differ
     back = _common_suffix(a, b)
-    closing = a.find(b'"', len(a) - back)  # its closing quote: the first one after they differ again
-    if opening < len(head) or closing < opening + 1 or closing >= len(a) - len(tail):
+    closing = _unescaped_quote(a, len(a) - back)  # its closing quote: the first one after they differ again
+    if closing is None or opening < len(head) or closing < opening + 1 or closing >= len(a) - len(tail):
         return None
     if _string_end(a, opening) != closing:
         return None  # more than one string between (a paired run's), or no string: known here, before the proof

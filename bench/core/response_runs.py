@@ -4,9 +4,10 @@ A delta event's read is `event: TYPE` LF `data: {"type":TYPE,"sequence_number":N
 holes, the sequence number and the delta. The run's template is decoded with sentinels in them: "A" and "B" in the
 string hole must give events equal but for `delta`, which holds each string; 1 and 2 in the integer hole must give
 equal events (the hole is a field the parser does not keep, such as `sequence_number`, so any integer there reads
-alike). Then every read of the run is that event with its string as the delta, and bench.core.parse_responses folds
-the run without building an event per read. Covered: text, refusal, reasoning and function-call argument deltas, with
-no response object in them; argument deltas only when they name their call (an output index or an item id), so that
+alike); a paired run's second string (`obfuscation`) must read alike with another string or a number in its place.
+Then every read of the run is that event with its string as the delta, and bench.core.parse_responses folds the run
+without building an event per read. Covered: text, refusal, reasoning and function-call argument deltas, with no
+response object in them; argument deltas only when they name their call (an output index or an item id), so that
 every one of them goes to the same call.
 """
 
@@ -30,6 +31,7 @@ COVERED = frozenset(
     }
 )
 _DATA, _TAIL = b"data: ", b"\n\n"
+_OTHERS = (b'"P"', b"0")
 
 
 def response_run(reads: Sequence[bytes]) -> tuple[Run, Event] | None:
@@ -49,6 +51,10 @@ def response_run(reads: Sequence[bytes]) -> tuple[Run, Event] | None:
     b = decode_event(run.template(b'"B"', skip, tail))
     a2 = decode_event(run.template(b'"A"', skip, tail, number=b"2"))
     if a is None or b is None or a2 != a or a.delta != "A" or b.delta != "B" or replace(b, delta="A") != a:
+        return None
+    # A paired run's other string (OpenAI's obfuscation) must be a value the event does not keep: another string, or
+    # a number (no key can be one), there reads alike, so any string there does.
+    if run.rest is not None and not all(decode_event(run.template(b'"A"', skip, tail, other=o)) == a for o in _OTHERS):
         return None
     if a.type not in COVERED or a.response is not None:
         return None

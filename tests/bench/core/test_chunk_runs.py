@@ -16,6 +16,7 @@ from bench.core.chunk_runs import ARGUMENTS, CONTENT, REASONING_CONTENT, chat_ru
 from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange
 from tests.bench.core.test_parse import stream_record
+from tests.support.obfuscation import KINDS, obfuscate
 
 ENVELOPE = {
     "id": "chatcmpl-1",
@@ -72,6 +73,12 @@ def test_the_run_path_is_taken_for_text_reasoning_and_arguments() -> None:
     for reads in (text_stream(tokens), call_stream(tokens), [chunk({"reasoning_content": t}) for t in tokens]):
         with_runs, plain = both(reads)
         assert with_runs == plain and with_runs.timing.n_events >= 40
+    # OpenAI's `obfuscation` (random characters, the last field of every chunk): a paired run, the same fields.
+    for reads in (text_stream(tokens), call_stream(tokens)):
+        found = chat_run(obfuscate(reads, "escapes", 7))
+        assert found is not None and found[0].rest is not None and found[0].values == tokens
+        with_runs, plain = both(obfuscate(reads, "escapes", 7))
+        assert with_runs == plain and with_runs.timing.n_events >= 40
 
 
 def test_templates_the_bulk_fold_does_not_cover_give_no_run() -> None:
@@ -86,8 +93,9 @@ def test_templates_the_bulk_fold_does_not_cover_give_no_run() -> None:
         # The string is a key, or another key after it takes the field's value.
         [b"data: " + json.dumps({"choices": [{"delta": {t: 1}}]}).encode() + b"\n\n" for t in tokens],
         [chunk({"content": t, "x": 1}).replace(b',"x":1', b',"content":"z"') for t in tokens],
-        # OpenAI's `obfuscation`: random characters in every read, a second string that differs.
-        [chunk({"content": t}, obfuscation="ab"[: i % 3]) for i, t in enumerate(tokens)],
+        # A second string that differs, which the chunk keeps (a later `model`), or a key (an object's).
+        [chunk({"content": t}).replace(b"]}\n\n", b'],"model":"m%d"}\n\n' % i) for i, t in enumerate(tokens)],
+        [chunk({"content": t}).replace(b"]}\n\n", b'],"x":{"k%d":1}}\n\n' % i) for i, t in enumerate(tokens)],
         # Two choices.
         [
             b"data: "
@@ -199,9 +207,18 @@ def _spoil(reads: list[bytes], how: str, at: int, cut_at: int) -> list[bytes]:
     ascii_only=st.booleans(),
     spoils=st.lists(st.tuples(_SPOIL, st.integers(0, 200), st.integers(0, 400)), max_size=2),
     gap=st.integers(0, 5000),
+    obfuscated=st.sampled_from(["none", *KINDS]),
+    seed=st.integers(0, 1 << 16),
 )
 def test_any_stream_parses_with_runs_as_event_by_event(
-    kind: str, tokens: list[str], usage: bool, ascii_only: bool, spoils: list[tuple[str, int, int]], gap: int
+    kind: str,
+    tokens: list[str],
+    usage: bool,
+    ascii_only: bool,
+    spoils: list[tuple[str, int, int]],
+    gap: int,
+    obfuscated: str,
+    seed: int,
 ) -> None:
     if kind == "text":
         reads = text_stream(tokens, usage)
@@ -213,6 +230,8 @@ def test_any_stream_parses_with_runs_as_event_by_event(
         )
     if not ascii_only:
         reads = [r.replace(b'"m"', '"ḿ"'.encode()) for r in reads]
+    if obfuscated != "none":
+        reads = obfuscate(reads, obfuscated, seed)
     for how, at, cut_at in spoils:
         reads = _spoil(reads, how, at, cut_at)
     with_runs, plain = both(reads, [gap + i for i in range(len(reads))])

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import random
 from itertools import pairwise
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.core.event_runs import MIN_RUN, _common_prefix, _common_suffix, _shape, find_run
+from bench.core.event_runs import MIN_RUN, _common_prefix, _common_suffix, _paired_strings, find_run
+from tests.support.obfuscation import obfuscation
 
 HEAD, TAIL = b"data: ", b"\n\n"
 
@@ -72,12 +75,52 @@ def test_common_prefix_and_suffix_are_the_longest_shared(a: bytes, b: bytes, sha
         assert (_common_prefix(x, y), _common_suffix(x, y)) == (prefix, suffix)
 
 
-def test_reads_that_differ_in_two_strings_are_no_run() -> None:
+def obfuscated(value: str, other: bytes) -> bytes:
+    """A read as OpenAI sends it: the token, then random characters (`obfuscation`) as the object's last field."""
+    return read(value, after='},"finish_reason":null,"obfuscation":' + other.decode() + "}")
+
+
+REST = b'},"finish_reason":null,"obfuscation":'
+
+
+def test_reads_that_differ_in_two_strings_are_a_paired_run() -> None:
     # OpenAI adds random characters (`obfuscation`) to every delta event by default: two strings differ per read.
-    # Found from the first pair of reads, before any read of the stream is compared (the general path's cost).
-    reads = [read(f"t{i}", after=f'}},"obfuscation":"{"x" * (i % 7)}"}}') for i in range(30)]
+    rng = random.Random(5)
+    tokens = [" a", 'b"c', "\\", "é", "", "\u2028", " x", "y", '"', "z", "q", "r"]
+    others = [obfuscation(rng, escapes=i % 2 == 1) for i in range(len(tokens))]
+    reads = [b"data: first\n\n", *map(obfuscated, tokens, others), b"data: [DONE]\n\n"]
+    run = find_run(reads, HEAD, TAIL)
+    assert run is not None and (run.start, run.end) == (1, len(tokens) + 1)
+    assert run.values == tokens and run.rest == REST
+    assert run.template(b'"q"', other=b'"o"') == obfuscated("q", b'"o"')
+
+
+def test_a_read_without_the_second_string_ends_the_paired_run_there() -> None:
+    rng = random.Random(1)
+    tokens = [f"t{i}" for i in range(30)]
+    reads = [obfuscated(t, obfuscation(rng)) for t in tokens]
+    reads[20] = read("t20", after='},"finish_reason":null}')
+    run = find_run(reads, HEAD, TAIL)
+    assert run is not None and (run.start, run.end) == (0, 20) and run.values == tokens[:20]
+
+
+@pytest.mark.parametrize(
+    "middle",
+    [
+        b'"a"' + REST + b'"o"' + REST + b'"p"',  # the key twice: a third string
+        b'"a"' + REST + b"12",  # the second hole not a string
+        b'"a"' + REST + b'"o',  # a split string
+        b'"a","x"' + REST + b'"o"',  # a string too many before `rest`
+        b'"a"' + REST + b'"o","x"',  # and after it
+        b'"a"' + REST + b'"o"\n',  # a line break after the string
+        b'"a"' + REST + b'"\xff"',  # not UTF-8
+    ],
+)
+def test_a_middle_that_is_not_two_strings_around_rest_gives_no_paired_run(middle: bytes) -> None:
+    rng = random.Random(2)
+    reads = [obfuscated(f"t{i}", obfuscation(rng)) for i in range(30)]
+    reads[5] = b'data: {"id":"c","delta":{"content":' + middle + b"}\n\n"
     assert find_run(reads, HEAD, TAIL) is None
-    assert _shape(reads[15], reads[16], HEAD, TAIL) is None
 
 
 def test_events_several_in_a_read_or_cut_across_reads_are_a_run_timed_by_the_read_that_ends_them() -> None:
@@ -121,3 +164,48 @@ def test_coalesced_reads_that_start_or_end_inside_an_event() -> None:
     tail_cut = [*coalesced[: middle + 1], *(r[:-1] + b"x" for r in coalesced[middle + 1 :])]
     assert find_run(tail_cut, HEAD, TAIL) is None
     assert find_run(coalesced, HEAD, TAIL) is not None  # whole, the same reads are a run
+
+
+def test_strings_moved_across_rests_give_no_paired_run() -> None:
+    # The counts come out right (twice as many strings as reads, one `rest` a read) only with the line breaks.
+    rng = random.Random(3)
+    reads = [obfuscated(f"t{i}", obfuscation(rng)) for i in range(30)]
+    front = b'data: {"id":"c","delta":{"content":'
+    # One read without `rest`, another with it twice: as many strings and CRs, but not one of each a read.
+    reads[5], reads[6] = front + b'"a"}\n\n', front + b'"b"' + REST + b'"c"' + REST + b'"d"}\n\n'
+    assert find_run(reads, HEAD, TAIL) is None
+    assert _paired_strings(REST, [b'"a"', b'"b"' + REST + b'"c"' + REST + b'"d"']) is None
+    assert _paired_strings(REST, [b'"b"' + REST + b'"c"' + REST + b'"d"', b'"a"']) is None
+    # Two strings around a raw CR (JSON whitespace), no `rest`: one CR, two strings, as a paired read has. Such a
+    # read is left out of the run (it does not hold `rest`); the proof itself refuses it too.
+    reads = [obfuscated(f"t{i}", obfuscation(rng)) for i in range(30)]
+    reads[5] = front + b'"a",\r"b"}\n\n'
+    run = find_run(reads, HEAD, TAIL)
+    assert run is not None and (run.start, run.end) == (6, 30)
+    assert _paired_strings(REST, [b'"a",\r"b"', b'"c"' + REST + b'"d"']) is None
+    assert _paired_strings(REST, [b'"a" ' + REST + b'\t"b"', b'"c"' + REST + b'"d"']) == ["a", "c"]
+
+
+def test_a_rest_that_ends_with_a_comma_gives_no_paired_run() -> None:
+    # `rest` = `},` could take the comma between two middles: a read of one string and a read of three would pass
+    # the counts. Such a shape is refused.
+    reads = [b'data: [{"t":"t%d"},"o%d"]\n\n' % (i, i) for i in range(30)]
+    assert find_run(reads, HEAD, TAIL) is None
+    assert _paired_strings(b"},", [b'"a"}', b'"b"},"c","d"']) is None
+    assert _paired_strings(b"},", [b'"a"},"o"', b'"b"},"p"']) is None
+
+
+def test_a_paired_run_after_sequence_numbers() -> None:
+    rng = random.Random(4)
+    head = b"event: e\ndata: "
+    reads = [
+        head + b'{"sequence_number":%d,"delta":%s,"obfuscation":%s}\n\n' % (7 + i, b'"t%d"' % i, obfuscation(rng))
+        for i in range(30)
+    ]
+    run = find_run(reads, head, TAIL, numbered=True)
+    assert run is not None and (run.start, run.end) == (0, 30) and run.values == [f"t{i}" for i in range(30)]
+    assert run.between == b',"delta":' and run.rest == b',"obfuscation":'
+    # Numbers that do not count up take the general proof (regex on the integers), and find the same run.
+    reads[10] = reads[10].replace(b":17,", b":99,")
+    run = find_run(reads, head, TAIL, numbered=True)
+    assert run is not None and (run.start, run.end) == (0, 30) and run.values == [f"t{i}" for i in range(30)]

@@ -17,6 +17,7 @@ from bench.core.event_runs import MAX_COUNTED, find_run
 from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange
 from bench.core.response_runs import response_run
+from tests.support.obfuscation import KINDS, obfuscate
 from tests.support.records import exchange
 
 DELTAS = (
@@ -123,6 +124,37 @@ def test_a_run_parses_as_its_events(items: list[tuple[str, list[str]]], named: b
     assert_same(damage(stream(items, named), data))
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.sampled_from(DELTAS), st.lists(TEXT, min_size=0, max_size=24)), min_size=1, max_size=3),
+    st.booleans(),
+    st.sampled_from(KINDS),
+    st.integers(0, 1 << 16),
+    st.data(),
+)
+def test_an_obfuscated_run_parses_as_its_events(
+    items: list[tuple[str, list[str]]], named: bool, how: str, seed: int, data: st.DataObject
+) -> None:
+    # OpenAI's `obfuscation` on every event (random characters; with escapes; missing from one; its key twice).
+    assert_same(damage(obfuscate(stream(items, named), how, seed), data))
+
+
+def test_an_obfuscated_stream_is_folded_as_a_paired_run() -> None:
+    texts = [f" w{i}" for i in range(40)]
+    for kind in ("response.output_text.delta", "response.function_call_arguments.delta"):
+        chunks = obfuscate(stream([(kind, texts)]), "random", 3)
+        found = response_run(chunks)
+        assert found is not None and found[0].rest == b',"obfuscation":' and found[0].values == texts
+        assert_same(chunks)
+    # A second string the event keeps (here `item_id`, after the delta) is no paired run.
+    kept = [
+        c.replace(b'"delta":', b'"x":1,"delta":').replace(b"}\n\n", b',"item_id":"i%d"}\n\n' % i)
+        for i, c in enumerate(chunks)
+    ]
+    assert response_run(kept) is None
+    assert_same(kept)
+
+
 def test_the_benchmark_shape_is_folded_as_a_run() -> None:
     texts = [f" w{i}" for i in range(40)]
     chunks = stream([("response.output_text.delta", texts), ("response.function_call_arguments.delta", texts)])
@@ -205,7 +237,7 @@ def test_sequence_numbers_that_count_up_across_a_change_of_width_are_one_run(low
     texts = [f"t{i}" for i in range(20)]
     chunks = [delta("response.output_text.delta", low + i, t) for i, t in enumerate(texts)]
     with pytest.MonkeyPatch.context() as mp:  # proved by the count alone: the general proof is not needed
-        mp.setattr(event_runs, "_numbered_strings", None)
+        mp.setattr(event_runs, "_numbered_middles", None)
         run = find_run(chunks, b"event: response.output_text.delta\ndata: ", b"\n\n", numbered=True)
     assert run is not None and (run.start, run.end) == (0, 20) and run.values == texts
     # Written as JSON would not write them (a leading zero, a space), or past the count's bound: no longer counted,
