@@ -61,7 +61,9 @@ TOOL = {
 VOCAB = ["".join(random.Random(w).choices(string.ascii_lowercase, k=2 + w % 8)) for w in range(4000)]
 
 
-def chunk(rng_id: str, created: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
+def chunk(
+    rng_id: str, created: int, delta: dict[str, Any], finish: str | None = None, noise: random.Random | None = None
+) -> bytes:
     # Laid out like real servers' chunks (one id and timestamp per stream, model, fingerprint).
     obj = {
         "id": rng_id,
@@ -71,25 +73,37 @@ def chunk(rng_id: str, created: int, delta: dict[str, Any], finish: str | None =
         "system_fingerprint": "b4132-3c1f0e2d",
         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
     }
+    if noise is not None:  # as OpenAI sends chunks: `usage` in each, then random characters
+        obj.update(usage=None, obfuscation=obfuscation(noise))
     return b"data: " + orjson.dumps(obj) + b"\n\n"
 
 
-def stream(i: int, tool: bool) -> list[bytes]:
+def obfuscation(noise: random.Random | None, constant: str = "") -> str:
+    """OpenAI's `obfuscation` on every streamed delta event: 1-15 random alphanumerics ("to normalize payload
+    sizes"); `constant` without `noise` (today's Responses traffic: the same characters in every event)."""
+    if noise is None:
+        return constant
+    return "".join(noise.choices(string.ascii_letters + string.digits, k=noise.randint(1, 15)))
+
+
+def stream(i: int, tool: bool, obfuscated: bool = False) -> list[bytes]:
+    """A chat stream (`obfuscated`: as OpenAI sends it, random characters in every chunk)."""
+    noise = random.Random(-1 - i) if obfuscated else None  # its own: the answer is the same either way
     rng = random.Random(i)
     sid, created = f"chatcmpl-{rng.getrandbits(128):032x}", 1732950000 + i
     words = [" token", *(f" {rng.choice(VOCAB)}" for _ in range(TOKENS - 2)), " Answer: Paris"]
-    chunks = [chunk(sid, created, {"role": "assistant", "content": ""})]
+    chunks = [chunk(sid, created, {"role": "assistant", "content": ""}, noise=noise)]
     if tool:
         head = {"index": 0, "id": f"call_{i}", "type": "function", "function": {"name": "get_weather", "arguments": ""}}
-        chunks.append(chunk(sid, created, {"tool_calls": [head]}))
+        chunks.append(chunk(sid, created, {"tool_calls": [head]}, noise=noise))
         args = orjson.dumps({"city": "Paris", "note": "".join(words[:-1]).strip()}).decode()
         step = max(1, len(args) // (TOKENS - 1))
         for k in range(0, len(args), step):
             frag = {"index": 0, "function": {"arguments": args[k : k + step]}}
-            chunks.append(chunk(sid, created, {"tool_calls": [frag]}))
+            chunks.append(chunk(sid, created, {"tool_calls": [frag]}, noise=noise))
     else:
-        chunks.extend(chunk(sid, created, {"content": w}) for w in words)
-    chunks.append(chunk(sid, created, {}, "tool_calls" if tool else "stop"))
+        chunks.extend(chunk(sid, created, {"content": w}, noise=noise) for w in words)
+    chunks.append(chunk(sid, created, {}, "tool_calls" if tool else "stop", noise))
     usage = {"prompt_tokens": 40, "completion_tokens": TOKENS, "total_tokens": TOKENS + 40}
     chunks.append(b"data: " + orjson.dumps({"id": sid, "choices": [], "usage": usage}) + b"\n\n")
     chunks.append(b"data: [DONE]\n\n")
@@ -101,8 +115,10 @@ def response_event(kind: str, seq: int, **fields: Any) -> bytes:
     return f"event: {kind}\ndata: ".encode() + orjson.dumps(obj) + b"\n\n"
 
 
-def response_stream(i: int, tool: bool) -> list[bytes]:
-    """The same answer as `stream(i, tool)`, as a Responses API event stream."""
+def response_stream(i: int, tool: bool, obfuscated: bool = False) -> list[bytes]:
+    """The same answer as `stream(i, tool)`, as a Responses API event stream (every delta event's `obfuscation` the
+    same characters, or `obfuscated`: random ones, as OpenAI sends them)."""
+    noise = random.Random(-1 - i) if obfuscated else None
     rng = random.Random(i)
     rid = f"resp_{rng.getrandbits(128):032x}"
     words = [" token", *(f" {rng.choice(VOCAB)}" for _ in range(TOKENS - 2)), " Answer: Paris"]
@@ -141,7 +157,7 @@ def response_stream(i: int, tool: bool) -> list[bytes]:
                     item_id=item["id"],
                     output_index=0,
                     delta=args[k : k + step],
-                    obfuscation="x7Qa",
+                    obfuscation=obfuscation(noise, "x7Qa"),
                 )
             )
             seq += 1
@@ -177,7 +193,7 @@ def response_stream(i: int, tool: bool) -> list[bytes]:
                     content_index=0,
                     delta=w,
                     logprobs=[],
-                    obfuscation="k2Zp",
+                    obfuscation=obfuscation(noise, "k2Zp"),
                 )
             )
             seq += 1
@@ -214,21 +230,27 @@ def response_stream(i: int, tool: bool) -> list[bytes]:
     return out
 
 
+# Untagged traffic: chat streams, the same answers as Responses API streams, and both as OpenAI sends them (random
+# `obfuscation` characters in every delta event).
+TRAFFIC = ("chat", "responses", "chat-obf", "responses-obf")
+
+
 def build_traffic(path: Path, n: int, api: str) -> None:
-    """n untagged exchanges of one API: chat streams, or the same answers as Responses API streams."""
+    """n untagged exchanges of one of TRAFFIC."""
+    responses, obfuscated = api.startswith("responses"), api.endswith("-obf")
     with CassetteWriter(path) as w:
         for i in range(n):
             is_tool = i % 2 == 1
-            chunks = response_stream(i, is_tool) if api == "responses" else stream(i, is_tool)
+            chunks = response_stream(i, is_tool, obfuscated) if responses else stream(i, is_tool, obfuscated)
             record = exchange_record(chunks, id=f"x{i}", request={"model": "m", "stream": True}, event_us=7000)
-            record.request.path = "/v1/responses" if api == "responses" else "/v1/chat/completions"
+            record.request.path = "/v1/responses" if responses else "/v1/chat/completions"
             record.request.headers.append(["User-Agent", "OpenAI/Python 1.99.0"])
             w.put(record)
 
 
 def traffic_speed(tmp: Path, n: int, rounds: int, catalog: Catalog) -> dict[str, float]:
     """CPU seconds (best of rounds, interleaved) to rescore n untagged exchanges of each API with one job."""
-    paths = {api: tmp / f"traffic-{api}.cassette" for api in ("chat", "responses")}
+    paths = {api: tmp / f"traffic-{api}.cassette" for api in TRAFFIC}
     for api, path in paths.items():
         build_traffic(path, n, api)
     best = dict.fromkeys(paths, float("inf"))
@@ -239,7 +261,8 @@ def traffic_speed(tmp: Path, n: int, rounds: int, catalog: Catalog) -> dict[str,
             _, results = rescored([path], catalog=catalog, jobs=1, traffic=lines)
             best[api] = min(best[api], time.process_time() - t)
             assert not results and len(lines) == n and not any(x["failed"] for x in lines), api
-            assert all(x["endpoint"] == ("responses" if api == "responses" else "chat.completions") for x in lines)
+            endpoint = "responses" if api.startswith("responses") else "chat.completions"
+            assert all(x["endpoint"] == endpoint for x in lines), api
     return best
 
 
@@ -353,6 +376,8 @@ STEPS = {
     "second": "second rescore, one check changed (cache)",
     "chat": "untagged chat traffic, first rescore",
     "responses": "untagged Responses API traffic, first rescore",
+    "chat-obf": "untagged chat traffic, OpenAI-style (random obfuscation)",
+    "responses-obf": "untagged Responses API traffic, OpenAI-style (random obfuscation)",
 }
 
 
@@ -442,6 +467,10 @@ def main() -> None:
     print(
         f"untagged traffic, jobs=1, CPU time: chat {n / chat_s:.0f} exchanges/s/core, Responses API "
         f"{n / resp_s:.0f} exchanges/s/core (Responses / chat: {chat_s / resp_s:.2f}x the speed)"
+    )
+    print(
+        f"OpenAI-style (random obfuscation): chat {n / untagged['chat-obf']:.0f} exchanges/s/core, Responses API "
+        f"{n / untagged['responses-obf']:.0f} exchanges/s/core"
     )
     if args.memory:
         for count, raw_bytes, mib in rss:

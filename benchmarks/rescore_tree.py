@@ -9,7 +9,8 @@ tree writes its own format), and prints the CPU seconds of this process for each
 - nocache: the same without a cache (trees with one); second: again with one check changed (the regex), reading
   the parses the first left (the loop the cache is for);
 - chat / responses: untagged Chat Completions / Responses API traffic rescored with one job (trees that have it),
-  into an empty cache where there is one.
+  into an empty cache where there is one; chat-obf / responses-obf: the same as OpenAI sends it (random
+  `obfuscation` characters in every delta event; trees that have them).
 
     python benchmarks/rescore_tree.py --tree DIR --work DIR [--exchanges 4000] [--build-only]
 """
@@ -68,7 +69,8 @@ def main() -> None:
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
     path = work / "speed.cassette"
-    apis = ("chat", "responses") if hasattr(rs, "build_traffic") else ()
+    # A tree's own traffic steps (an older tree has no OpenAI-style ones: its table cell is "-").
+    apis = getattr(rs, "TRAFFIC", ("chat", "responses")) if hasattr(rs, "build_traffic") else ()
     if not path.exists():
         rs.build(path, args.exchanges)
         for api in apis:

@@ -351,13 +351,17 @@ def _paired_strings(rest: bytes, middles: list[bytes]) -> list[str] | None:
     commas, and between each two of them lies exactly one string."""
     n = len(middles)
     text = b",\n".join(middles)
-    if b"\r" in text or rest.endswith(b","):
+    if b"\r" in text or b"\n" in rest or rest.endswith(b","):
         return None
-    paired = text.replace(rest, b",\r")  # its LFs are the text's: their count is proved with the CRs'
+    # Split and joined again, as `text.replace(rest, b",\r")` but faster (no count of the matches first); the
+    # brackets put on the ends, not by copying the whole.
+    pieces = text.split(rest)
+    pieces[0], pieces[-1] = b"[" + pieces[0], pieces[-1] + b"]"
+    paired = b",\r".join(pieces)  # its LFs are the text's: their count is proved with the CRs'
     if paired.translate(None, _NOT_LINE_BREAKS) != b"\r\n" * (n - 1) + b"\r":
         return None
     try:
-        values = _STRINGS.decode(b"[" + paired + b"]")
+        values = _STRINGS.decode(paired)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return values[::2] if len(values) == 2 * n else None
@@ -381,56 +385,23 @@ def _numbered_middles(middles: list[bytes], between: bytes) -> list[bytes] | Non
 
 
 def _shape_at(a: bytes, b: bytes, head: bytes, tail: bytes, numbered: bool) -> Shape | None:
-    """The shape of the run `a` and `b` are in, `(prefix, between, rest, suffix)`: one string in which they differ
-    (after an integer if `numbered`), else two (a paired run's: `rest` the bytes between them); or None."""
+    """The shape of the run `a` and `b` are in, `(prefix, between, rest, suffix)`: the bytes before the one string in
+    which they differ (`numbered`: before the integer in which they first differ, and `between` it and that string),
+    or two strings (a paired run's: `rest` the bytes between them), and after it; or None. The bytes shared besides
+    `head` and `tail` must be ASCII without CR or LF."""
     if numbered:
-        one = _numbered_shape(a, b, head, tail)
-        if one is not None:
-            return one[0], one[1], None, one[2]
-    else:
-        plain = _shape(a, b, head, tail)
-        if plain is not None:
-            return plain[0], None, None, plain[1]
-    return _paired_shape(a, b, head, tail, numbered)
-
-
-def _numbered_shape(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes, bytes, bytes] | None:
-    """The bytes before the integer in which `a` and `b` first differ, between it and the one string in which they
-    differ after it, and after that string; or None."""
-    ends = _integer(a, b, head)
-    if ends is None:
-        return None
-    start, a_end, b_end = ends
-    rest = _shape(a[a_end:], b[b_end:], b"", tail)
-    prefix = a[:start]
-    shared = prefix[len(head) :]
-    if rest is None or not rest[0] or not prefix.startswith(head) or not shared.isascii():
-        return None
-    if b"\n" in shared or b"\r" in shared:
-        return None
-    return prefix, rest[0], rest[1]
-
-
-def _paired_shape(a: bytes, b: bytes, head: bytes, tail: bytes, numbered: bool) -> Shape | None:
-    """The bytes before the first string in which `a` and `b` differ (`numbered`: before the integer in which they
-    first differ, and between it and the string), between that string and the last string in which they differ, and
-    after it; or None."""
-    if not numbered:
-        two = _two_strings(a, b, tail)
-        if two is None:
-            return None
-        prefix, rest, suffix = two
-        between = None
-    else:
         ends = _integer(a, b, head)
-        if ends is None:
+        holes = None if ends is None else _holes(a[ends[1] :], b[ends[2] :], tail)
+        if ends is None or holes is None or not holes[0]:
             return None
-        two = _two_strings(a[ends[1] :], b[ends[2] :], tail)
-        if two is None or not two[0]:
+        prefix, between = a[: ends[0]], holes[0]
+    else:
+        holes = _holes(a, b, tail)
+        if holes is None:
             return None
-        prefix = a[: ends[0]]
-        between, rest, suffix = two
-    shared = prefix[len(head) :] + (between or b"") + rest + suffix[: len(suffix) - len(tail)]
+        prefix, between = holes[0], None
+    _, rest, suffix = holes
+    shared = prefix[len(head) :] + (between or b"") + (rest or b"") + suffix[: len(suffix) - len(tail)]
     if not (prefix.startswith(head) and suffix.endswith(tail) and shared.isascii()):
         return None
     if b"\n" in shared or b"\r" in shared:
@@ -438,15 +409,20 @@ def _paired_shape(a: bytes, b: bytes, head: bytes, tail: bytes, numbered: bool) 
     return prefix, between, rest, suffix
 
 
-def _two_strings(a: bytes, b: bytes, tail: bytes) -> tuple[bytes, bytes, bytes] | None:
+def _holes(a: bytes, b: bytes, tail: bytes) -> tuple[bytes, bytes | None, bytes] | None:
     """The bytes before the first string in which `a` and `b` differ, between it and the last string in which they
-    differ (the same in both), and after that; or None."""
-    same, back = _common_prefix(a, b), _common_suffix(a, b)
-    opening = a.rfind(b'"', 0, same)
-    closing = _unescaped_quote(a, len(a) - back)  # the last string's closing quote
-    if opening < 0 or closing is None or closing >= len(a) - len(tail):
+    differ (the same in both; None if that is the first), and after that; or None."""
+    same = _common_prefix(a, b)
+    if same == len(a) == len(b):
         return None
-    a_end, b_end = _string_end(a, opening), _string_end(b, opening)
+    opening = a.rfind(b'"', 0, same)  # the first string's opening quote: the last one before they differ
+    closing = _unescaped_quote(a, len(a) - _common_suffix(a, b))  # the last one's closing quote, after they do
+    if opening < 0 or closing is None or closing <= opening or closing >= len(a) - len(tail):
+        return None
+    a_end = _string_end(a, opening)
+    if a_end == closing:
+        return a[:opening], None, a[closing + 1 :]
+    b_end = _string_end(b, opening)
     a_start, b_start = _string_start(a, closing), _string_start(b, len(b) - len(a) + closing)
     if a_end is None or b_end is None or a_start is None or b_start is None:
         return None
@@ -480,27 +456,6 @@ def _digits_end(a: bytes, at: int) -> int:
     while at < len(a) and a[at] in _DIGITS:
         at += 1
     return at
-
-
-def _shape(a: bytes, b: bytes, head: bytes, tail: bytes) -> tuple[bytes, bytes] | None:
-    """The bytes before and after the one string in which `a` and `b` differ, or None."""
-    same = _common_prefix(a, b)
-    if same == len(a) == len(b):
-        return None
-    opening = a.rfind(b'"', 0, same)  # the string's opening quote: the last one before they differ
-    back = _common_suffix(a, b)
-    closing = _unescaped_quote(a, len(a) - back)  # its closing quote: the first one after they differ again
-    if closing is None or opening < len(head) or closing < opening + 1 or closing >= len(a) - len(tail):
-        return None
-    if _string_end(a, opening) != closing:
-        return None  # more than one string between (a paired run's), or no string: known here, before the proof
-    prefix, suffix = a[:opening], a[closing + 1 :]
-    shared = prefix[len(head) :] + suffix[: len(suffix) - len(tail)]
-    if not (prefix.startswith(head) and suffix.endswith(tail) and shared.isascii()):
-        return None
-    if b"\n" in shared or b"\r" in shared:
-        return None
-    return prefix, suffix
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
