@@ -186,12 +186,14 @@ def test_strings_moved_across_rests_give_no_paired_run() -> None:
     assert _paired_strings(REST, [b'"a" ' + REST + b'\t"b"', b'"c"' + REST + b'"d"']) == ["a", "c"]
 
 
-def test_a_rest_that_ends_with_a_comma_gives_no_paired_run() -> None:
+def test_a_rest_that_could_take_the_bytes_between_middles_gives_no_paired_run() -> None:
     # `rest` = `},` could take the comma between two middles: a read of one string and a read of three would pass
     # the counts. Such a shape is refused.
     reads = [b'data: [{"t":"t%d"},"o%d"]\n\n' % (i, i) for i in range(30)]
     assert find_run(reads, HEAD, TAIL) is None
     assert _paired_strings(b"},", [b'"a"}', b'"b"},"c","d"']) is None
+    # A `rest` holding a line break could take the LF between two middles, and a middle's own LF stand in for it.
+    assert _paired_strings(b"x,\ny", [b'"a"x', b'y"b",\n"c"x,\ny"d"']) is None
     assert _paired_strings(b"},", [b'"a"},"o"', b'"b"},"p"']) is None
 
 

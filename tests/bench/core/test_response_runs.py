@@ -146,11 +146,13 @@ def test_an_obfuscated_stream_is_folded_as_a_paired_run() -> None:
         found = response_run(chunks)
         assert found is not None and found[0].rest == b',"obfuscation":' and found[0].values == texts
         assert_same(chunks)
-    # A second string the event keeps (here `item_id`, after the delta) is no paired run.
+    # A second string that the event keeps (here `item_id`, after the delta) is no paired run.
+    kind = "response.output_text.delta"
     kept = [
-        c.replace(b'"delta":', b'"x":1,"delta":').replace(b"}\n\n", b',"item_id":"i%d"}\n\n' % i)
-        for i, c in enumerate(chunks)
+        event(kind, 3 + i, output_index=0, delta=t, item_id=f"it_{i}")
+        for i, t in enumerate([f" w{i}" for i in range(40)])
     ]
+    assert find_run(kept, f"event: {kind}\ndata: ".encode(), b"\n\n", numbered=True) is not None
     assert response_run(kept) is None
     assert_same(kept)
 
