@@ -17,8 +17,9 @@ from collections.abc import Sequence
 
 from msgspec.structs import replace
 
-from bench.core.event_runs import MIN_RUN, Run, find_run
+from bench.core.event_runs import Run, find_run
 from bench.core.response_events import Event, decode_event
+from bench.core.run_proofs import MIN_RUN
 
 ARGUMENTS = "response.function_call_arguments.delta"
 COVERED = frozenset(

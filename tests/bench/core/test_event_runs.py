@@ -7,10 +7,9 @@ import random
 from itertools import pairwise
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from bench.core.event_runs import MIN_RUN, _common_prefix, _common_suffix, _paired_strings, find_run
+from bench.core.event_runs import find_run
+from bench.core.run_proofs import MIN_RUN
 from tests.support.obfuscation import obfuscation
 
 HEAD, TAIL = b"data: ", b"\n\n"
@@ -65,14 +64,6 @@ def test_no_run_without_a_string_hole_or_with_shared_bytes_a_run_does_not_cover(
             reads = [r.replace(b"\\r", b"\r") for r in reads]  # a raw CR in the shared bytes
         assert find_run(reads, HEAD, TAIL) is None, before
     assert find_run([read(f"t{i}")[:-1] for i in range(30)], HEAD, TAIL) is None  # not framed by `tail`
-
-
-@given(a=st.binary(max_size=40), b=st.binary(max_size=40), shared=st.binary(max_size=8))
-def test_common_prefix_and_suffix_are_the_longest_shared(a: bytes, b: bytes, shared: bytes) -> None:
-    for x, y in ((shared + a, shared + b), (a + shared, b + shared), (a, a), (a, b)):
-        prefix = next((i for i in range(min(len(x), len(y))) if x[i] != y[i]), min(len(x), len(y)))
-        suffix = next((i for i in range(min(len(x), len(y))) if x[-1 - i] != y[-1 - i]), min(len(x), len(y)))
-        assert (_common_prefix(x, y), _common_suffix(x, y)) == (prefix, suffix)
 
 
 def obfuscated(value: str, other: bytes) -> bytes:
@@ -164,37 +155,6 @@ def test_coalesced_reads_that_start_or_end_inside_an_event() -> None:
     tail_cut = [*coalesced[: middle + 1], *(r[:-1] + b"x" for r in coalesced[middle + 1 :])]
     assert find_run(tail_cut, HEAD, TAIL) is None
     assert find_run(coalesced, HEAD, TAIL) is not None  # whole, the same reads are a run
-
-
-def test_strings_moved_across_rests_give_no_paired_run() -> None:
-    # The counts come out right (twice as many strings as reads, one `rest` a read) only with the line breaks.
-    rng = random.Random(3)
-    reads = [obfuscated(f"t{i}", obfuscation(rng)) for i in range(30)]
-    front = b'data: {"id":"c","delta":{"content":'
-    # One read without `rest`, another with it twice: as many strings and CRs, but not one of each a read.
-    reads[5], reads[6] = front + b'"a"}\n\n', front + b'"b"' + REST + b'"c"' + REST + b'"d"}\n\n'
-    assert find_run(reads, HEAD, TAIL) is None
-    assert _paired_strings(REST, [b'"a"', b'"b"' + REST + b'"c"' + REST + b'"d"']) is None
-    assert _paired_strings(REST, [b'"b"' + REST + b'"c"' + REST + b'"d"', b'"a"']) is None
-    # Two strings around a raw CR (JSON whitespace), no `rest`: one CR, two strings, as a paired read has. Such a
-    # read is left out of the run (it does not hold `rest`); the proof itself refuses it too.
-    reads = [obfuscated(f"t{i}", obfuscation(rng)) for i in range(30)]
-    reads[5] = front + b'"a",\r"b"}\n\n'
-    run = find_run(reads, HEAD, TAIL)
-    assert run is not None and (run.start, run.end) == (6, 30)
-    assert _paired_strings(REST, [b'"a",\r"b"', b'"c"' + REST + b'"d"']) is None
-    assert _paired_strings(REST, [b'"a" ' + REST + b'\t"b"', b'"c"' + REST + b'"d"']) == ["a", "c"]
-
-
-def test_a_rest_that_could_take_the_bytes_between_middles_gives_no_paired_run() -> None:
-    # `rest` = `},` could take the comma between two middles: a read of one string and a read of three would pass
-    # the counts. Such a shape is refused.
-    reads = [b'data: [{"t":"t%d"},"o%d"]\n\n' % (i, i) for i in range(30)]
-    assert find_run(reads, HEAD, TAIL) is None
-    assert _paired_strings(b"},", [b'"a"}', b'"b"},"c","d"']) is None
-    # A `rest` holding a line break could take the LF between two middles, and a middle's own LF stand in for it.
-    assert _paired_strings(b"x,\ny", [b'"a"x', b'y"b",\n"c"x,\ny"d"']) is None
-    assert _paired_strings(b"},", [b'"a"},"o"', b'"b"},"p"']) is None
 
 
 def test_a_paired_run_after_sequence_numbers() -> None:

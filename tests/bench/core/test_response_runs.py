@@ -12,11 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bench.core.parse_responses as parse_responses
-from bench.core import event_runs
-from bench.core.event_runs import MAX_COUNTED, find_run
+from bench.core import event_runs, run_proofs
+from bench.core.event_runs import find_run
 from bench.core.parse import parse_exchange
 from bench.core.parsed import ParsedExchange
 from bench.core.response_runs import response_run
+from bench.core.run_proofs import MAX_COUNTED
 from tests.support.obfuscation import KINDS, obfuscate
 from tests.support.records import exchange
 
@@ -239,7 +240,7 @@ def test_sequence_numbers_that_count_up_across_a_change_of_width_are_one_run(low
     texts = [f"t{i}" for i in range(20)]
     chunks = [delta("response.output_text.delta", low + i, t) for i, t in enumerate(texts)]
     with pytest.MonkeyPatch.context() as mp:  # proved by the count alone: the general proof is not needed
-        mp.setattr(event_runs, "_numbered_middles", None)
+        mp.setattr(event_runs, "numbered_middles", None)
         run = find_run(chunks, b"event: response.output_text.delta\ndata: ", b"\n\n", numbered=True)
     assert run is not None and (run.start, run.end) == (0, 20) and run.values == texts
     # Written as JSON would not write them (a leading zero, a space), or past the count's bound: no longer counted,
@@ -257,7 +258,7 @@ def test_a_count_past_the_bound_takes_the_general_proof() -> None:
     # A hostile stream's numbers cannot make the table of decimals grow past the bound (999,990 would be 60 MB).
     chunks = [delta("response.output_text.delta", 999_990 + i, t) for i, t in enumerate(texts)]
     run = find_run(chunks, b"event: response.output_text.delta\ndata: ", b"\n\n", numbered=True)
-    assert run is not None and run.values == texts and len(event_runs._DECIMALS) <= 2 * MAX_COUNTED
+    assert run is not None and run.values == texts and len(run_proofs._DECIMALS) <= 2 * MAX_COUNTED
 
 
 def test_reads_that_hold_several_events_are_folded_as_a_run() -> None:
