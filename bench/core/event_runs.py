@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import accumulate, repeat
 from typing import NamedTuple
 
@@ -23,33 +24,21 @@ from bench.core.run_shapes import Shape, event_shape, shape_at
 from bench.core.sse import event_payloads
 
 
+@dataclass(slots=True)
 class Run:
     """Reads `start`..`end` (exclusive) of a stream: each `prefix + JSON string + suffix`, the strings in `values`;
     in a numbered run `prefix + integer + between + JSON string + suffix`; in a paired run a second JSON string after
     the first, `rest` the bytes between them (`... + JSON string + rest + other JSON string + suffix`)."""
 
-    __slots__ = ("between", "end", "held", "prefix", "rest", "start", "suffix", "values")
-
-    def __init__(
-        self,
-        start: int,
-        end: int,
-        prefix: bytes,
-        suffix: bytes,
-        values: list[str],
-        between: bytes | None = None,
-        held: list[int] | None = None,
-        rest: bytes | None = None,
-    ) -> None:
-        self.start = start
-        self.end = end
-        self.prefix = prefix
-        self.suffix = suffix
-        self.values = values
-        self.between = between
-        # The read that holds each event's end, when they are not one a read (None: event i is read start + i).
-        self.held = held
-        self.rest = rest
+    start: int
+    end: int
+    prefix: bytes
+    suffix: bytes
+    values: list[str]
+    between: bytes | None = None
+    # The read that holds each event's end, when they are not one a read (None: event i is read start + i).
+    held: list[int] | None = None
+    rest: bytes | None = None
 
     def bulk(self, times: Sequence[int]) -> tuple[list[int], list[str]]:
         """The times and strings of the run's events after its first read (that read is parsed with the reads before
