@@ -100,32 +100,30 @@ class _Answer:
 
     def delta(self, kind: str, ev: Event, delta: str) -> None:
         """A text, arguments, reasoning or refusal delta."""
-        if kind == "response.output_text.delta":
-            self.content.append(delta)
-            self.texted.add(ev.output_index)
-        elif kind == "response.function_call_arguments.delta":
-            call = self.call(ev.output_index, ev.item_id)
-            self.fragments.setdefault(call.index, []).append(delta)
-        elif kind in _REASONING_DELTAS:
-            self.reasoning.append(delta)
-        elif kind == "response.refusal.delta":
-            self.refusal.append(delta)
-            self.refused.add(ev.output_index)
+        sink = self._sink(kind, ev)
+        if sink is not None:
+            sink.append(delta)
 
     def deltas(self, kind: str, ev: Event, said: list[str]) -> None:
         """Non-empty deltas of events that are all `ev` but for the delta, as `delta` adds them one by one (a call
         named by output index or item id: looked up once, as each look-up after the first finds the same)."""
+        sink = self._sink(kind, ev)
+        if sink is not None:
+            sink.extend(said)
+
+    def _sink(self, kind: str, ev: Event) -> list[str] | None:
+        """Where a delta of this kind of event goes (noting which outputs came as deltas), or None: not output."""
         if kind == "response.output_text.delta":
-            self.content.extend(said)
             self.texted.add(ev.output_index)
-        elif kind == "response.function_call_arguments.delta":
-            call = self.call(ev.output_index, ev.item_id)
-            self.fragments.setdefault(call.index, []).extend(said)
-        elif kind in _REASONING_DELTAS:
-            self.reasoning.extend(said)
-        elif kind == "response.refusal.delta":
-            self.refusal.extend(said)
+            return self.content
+        if kind == "response.function_call_arguments.delta":
+            return self.fragments.setdefault(self.call(ev.output_index, ev.item_id).index, [])
+        if kind in _REASONING_DELTAS:
+            return self.reasoning
+        if kind == "response.refusal.delta":
             self.refused.add(ev.output_index)
+            return self.refusal
+        return None
 
     def item_event(self, kind: str, ev: Event) -> None:
         """An output item added or done, or a text, arguments or refusal done."""
