@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from bench.core.run_proofs import MIN_RUN, around, counted, decoded, numbered_middles, proved
 from bench.core.run_shapes import Shape, event_shape, shape_at
-from bench.core.sse import event_payloads
+from bench.core.sse import event_payloads, without_done
 
 
 @dataclass(slots=True)
@@ -184,6 +184,5 @@ def outside(reads: Sequence[bytes], times: Sequence[int], run: Run) -> Outside:
     at, payloads, cut = event_payloads([*reads[:first], *reads[end:]], kept)
     done = b"[DONE]" in payloads
     if done:
-        keep = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
-        at, payloads = [at[i] for i in keep], [payloads[i] for i in keep]
+        at, payloads = without_done(at, payloads)
     return Outside([times[i] for i in at], payloads, bisect_left(at, first), cut, done)

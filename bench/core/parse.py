@@ -28,7 +28,7 @@ from bench.core.decoding import decoded_record_reads
 from bench.core.endpoints import CHAT, RESPONSES, endpoint_of
 from bench.core.event_runs import Run, outside
 from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
-from bench.core.sse import event_payloads
+from bench.core.sse import event_payloads, without_done
 
 # 2: compressed bodies (Content-Encoding gzip, deflate, br) are parsed decoded; the Responses API, legacy
 # Completions and Embeddings are parsed by endpoint. 3: the findings max_tokens (finish_reason length) and
@@ -162,11 +162,6 @@ def _parse_with_run(
     _finish_stream(p, fold, rest.cut, False, rest.done)
 
 
-def _without_done(stamps: list[int], payloads: list[bytes]) -> tuple[list[int], list[bytes]]:
-    kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
-    return [stamps[i] for i in kept], [payloads[i] for i in kept]
-
-
 def _finish_stream(p: ParsedExchange, fold: _Fold, cut: bool, budget_cut: bool, done: bool) -> None:
     token_times, counted = fold.finish()
     finish_calls(p, fold.calls)
@@ -203,7 +198,7 @@ def _stream_events(
         return stamps, payloads, cut, budget_cut, done
     if payloads[-1] == b"[DONE]" and payloads.count(b"[DONE]") == 1:
         return stamps[:-1], payloads[:-1], cut, budget_cut, done
-    stamps, payloads = _without_done(stamps, payloads)
+    stamps, payloads = without_done(stamps, payloads)
     return stamps, payloads, cut, budget_cut, done
 
 

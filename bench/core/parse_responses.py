@@ -29,7 +29,7 @@ from bench.core.event_runs import Run, outside
 from bench.core.parsed import ParsedExchange, ToolCall, error_event, finish_calls, load_json, set_timing
 from bench.core.response_events import Event, Item, Response, decode_events, decode_response, parts
 from bench.core.response_runs import response_run
-from bench.core.sse import event_payloads
+from bench.core.sse import event_payloads, without_done
 
 # Event types that carry no output of their own, or whose output is assembled here: not counted as unknown.
 KNOWN_EVENTS = frozenset(
@@ -233,7 +233,7 @@ def _finish_stream(p: ParsedExchange, reader: _Reader, cut: bool, budget_cut: bo
 def _read_with_run(reader: _Reader, chunks: Sequence[bytes], times: Sequence[int], run: Run, template: Event) -> bool:
     """The stream read as its reads up to the run's first, the run folded in bulk, and the reads after it; whether
     it was cut."""
-    rest = outside(chunks, times, run)  # `[DONE]` out: some gateways end every stream with it; no event of this API
+    rest = outside(chunks, times, run)  # `[DONE]` out
     events = decode_events(rest.payloads)
     reader.events(rest.times[: rest.before], events[: rest.before])
     reader.run(*run.bulk(times), template)
@@ -247,9 +247,8 @@ def _stream_events(
     """The stream's events, decoded, with their times and payloads: cut at the token budget when one is given;
     (times, payloads, events, cut short, cut by the budget)."""
     stamps, payloads, cut = event_payloads(chunks, times)
-    if b"[DONE]" in payloads:  # some gateways end every stream with it; it is no event of this API
-        kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
-        stamps, payloads = [stamps[i] for i in kept], [payloads[i] for i in kept]
+    if b"[DONE]" in payloads:
+        stamps, payloads = without_done(stamps, payloads)
     events = decode_events(payloads)
     budget_cut = False
     if max_tokens is not None:

@@ -257,3 +257,10 @@ def _slow_events(chunks: Sequence[bytes], times: Sequence[int]) -> tuple[list[in
             stamps.append(t)
             payloads.append(ev.data.encode())
     return stamps, payloads, parser.pending
+
+
+def without_done(stamps: list[int], payloads: list[bytes]) -> tuple[list[int], list[bytes]]:
+    """The events less OpenAI's end marker `[DONE]` (no event of the answer; some gateways end every stream with it,
+    the Responses API too), with their times."""
+    kept = [i for i, data in enumerate(payloads) if data != b"[DONE]"]
+    return [stamps[i] for i in kept], [payloads[i] for i in kept]
