@@ -136,9 +136,7 @@ def _parse_stream(
         p.events.extend((t, obj) for t, obj in zip(event_times, map(load_json, datas), strict=True) if obj)
     decoded = decode_chunks(datas)
     fold.events(event_times, decoded)
-    # The first chunk that names them, found after the loop: usually the first, so this costs one step.
-    p.model = next((c.model for c in decoded if c is not None and c.model), None)
-    p.system_fingerprint = next((c.system_fingerprint for c in decoded if c is not None and c.system_fingerprint), None)
+    _name(p, decoded)
     _finish_stream(p, fold, cut, budget_cut, done)
 
 
@@ -156,10 +154,14 @@ def _parse_with_run(
         stamps, payloads, _ = event_payloads(chunks[first:end], times[first:end])
         fold.events(stamps, decode_chunks(payloads))
     fold.events(rest.times[rest.before :], decoded[rest.before :])
-    named = [*decoded[: rest.before], template, *decoded[rest.before :]]
-    p.model = next((c.model for c in named if c is not None and c.model), None)
-    p.system_fingerprint = next((c.system_fingerprint for c in named if c is not None and c.system_fingerprint), None)
+    _name(p, [*decoded[: rest.before], template, *decoded[rest.before :]])
     _finish_stream(p, fold, rest.cut, False, rest.done)
+
+
+def _name(p: ParsedExchange, chunks: list[Chunk | None]) -> None:
+    # The first chunk that names them, found after the loop: usually the first, so this costs one step.
+    p.model = next((c.model for c in chunks if c is not None and c.model), None)
+    p.system_fingerprint = next((c.system_fingerprint for c in chunks if c is not None and c.system_fingerprint), None)
 
 
 def _finish_stream(p: ParsedExchange, fold: _Fold, cut: bool, budget_cut: bool, done: bool) -> None:
@@ -300,9 +302,7 @@ class _Fold:
         else:  # REASONING_CONTENT
             said = list(filter(None, values))
             if said:
-                if self.parts and self.streaming is not None:
-                    self.streaming.arguments += "".join(self.parts)
-                    self.parts.clear()
+                self._join_parts()
                 self.streaming = None
                 self.reasoning.extend(said)
                 self.counted += len(said)
@@ -313,12 +313,17 @@ class _Fold:
         return True
 
     def finish(self) -> tuple[list[int], int]:
-        if self.parts and self.streaming is not None:
-            self.streaming.arguments += "".join(self.parts)
-            self.parts.clear()
+        self._join_parts()
         self.p.content = "".join(self.content)
         self.p.reasoning = "".join(self.reasoning)
         return self.token_times, self.counted
+
+    def _join_parts(self) -> None:
+        """The argument fragments taken inline, joined into the call they went to (the per-event loop does so with
+        its locals)."""
+        if self.parts and self.streaming is not None:
+            self.streaming.arguments += "".join(self.parts)
+            self.parts.clear()
 
 
 def _apply_delta(delta: Delta, reasoning: list[str], calls: dict[int, ToolCall]) -> int:
