@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bench.core.chunks import Chunk, decode_chunk
-from bench.core.event_runs import Run, find_run
+from bench.core.event_runs import Run, find_run, ignores_other
 
 CONTENT, REASONING_CONTENT, ARGUMENTS = 1, 2, 3
 _HEAD, _TAIL = b"data: ", b"\n\n"
@@ -34,17 +34,9 @@ def chat_run(reads: Sequence[bytes]) -> tuple[Run, Chunk, int] | None:
     # own string there, and every other field being one the bulk fold covers, is the whole proof.
     if hole is None or _hole(b, "B") != hole:
         return None
-    if run.rest is not None and not _ignored(run, a):
+    if run.rest is not None and not ignores_other(run, decode_chunk, a, len(_HEAD), len(_TAIL)):
         return None
     return run, a, hole
-
-
-def _ignored(run: Run, chunk: Chunk) -> bool:
-    """Whether a paired run's other string (OpenAI's obfuscation) is a value the chunk does not keep: another string,
-    and a number (no key can be one), there decode alike, so any string there does."""
-    skip, tail = len(_HEAD), len(_TAIL)
-    other = decode_chunk(run.template(b'"A"', skip, tail, other=b'"P"'))
-    return other == chunk and decode_chunk(run.template(b'"A"', skip, tail, other=b"0")) == chunk
 
 
 def _hole(chunk: Chunk, value: str) -> int | None:

@@ -14,7 +14,7 @@ cut one in two, are split into events and proved alike, each event timed by the 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from typing import NamedTuple
@@ -59,6 +59,15 @@ class Run:
             hole += self.rest + other
         whole = self.prefix + hole + self.suffix
         return whole[head : len(whole) - tail]
+
+
+def ignores_other(run: Run, decode: Callable[[bytes], object], expected: object, head: int, tail: int) -> bool:
+    """Whether a paired run's other string (OpenAI's obfuscation) is a value the caller's decoding does not keep:
+    another string, and a number (no key can be one), there decode as `expected` (the template with "A" in its hole,
+    `head` and `tail` bytes of SSE framing cut), so any string there does."""
+    if decode(run.template(b'"A"', head, tail, other=b'"P"')) != expected:
+        return False
+    return decode(run.template(b'"A"', head, tail, other=b"0")) == expected
 
 
 def find_run(reads: Sequence[bytes], head: bytes, tail: bytes, numbered: bool = False) -> Run | None:
@@ -107,7 +116,7 @@ def _aligned(reads: Sequence[bytes], start: int, end: int, shape: Shape) -> Run 
         values = None if strings is None else decoded(strings, rest)
     else:
         middles = proved(reads, start, end, prefix, suffix)
-        values = None if middles is None else decoded(middles[2], rest)
+        values = None if middles is None else decoded(middles, rest)
     return None if values is None else Run(start, end, prefix, suffix, values, between, rest=rest)
 
 

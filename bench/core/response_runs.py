@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from msgspec.structs import replace
 
-from bench.core.event_runs import Run, find_run
+from bench.core.event_runs import Run, find_run, ignores_other
 from bench.core.response_events import Event, decode_event
 from bench.core.run_proofs import MIN_RUN
 
@@ -52,20 +52,13 @@ def response_run(reads: Sequence[bytes]) -> tuple[Run, Event] | None:
     a2 = decode_event(run.template(b'"A"', skip, tail, number=b"2"))
     if a is None or b is None or a2 != a or a.delta != "A" or b.delta != "B" or replace(b, delta="A") != a:
         return None
-    if run.rest is not None and not _ignored(run, a, skip):
+    if run.rest is not None and not ignores_other(run, decode_event, a, skip, tail):
         return None
     if a.type not in COVERED or a.response is not None:
         return None
     if a.type == ARGUMENTS and a.output_index is None and not a.item_id:
         return None  # each such delta starts a call of its own
     return run, a
-
-
-def _ignored(run: Run, event: Event, skip: int) -> bool:
-    """Whether a paired run's other string (OpenAI's obfuscation) is a value the event does not keep: another string,
-    and a number (no key can be one), there decode alike, so any string there does."""
-    other = decode_event(run.template(b'"A"', skip, len(_TAIL), other=b'"P"'))
-    return other == event and decode_event(run.template(b'"A"', skip, len(_TAIL), other=b"0")) == event
 
 
 def _head(read: bytes) -> bytes:

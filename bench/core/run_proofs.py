@@ -52,16 +52,18 @@ _NOT_LINE_BREAKS = bytes(sorted(set(range(256)) - {0x0A, 0x0D}))
 Middles = tuple[int, int, list[bytes]]
 
 
-def proved(reads: Sequence[bytes], start: int, end: int, prefix: bytes, suffix: bytes) -> Middles | None:
-    """Reads `start`..`end` and their middles, if each is `prefix + middle + suffix`, else None. A middle is what lies
-    between the prefix's length and the suffix's; the reads joined must equal the prefix, the middles joined with
-    `suffix + prefix`, and the suffix: the pieces line up read by read (equal lengths; a read shorter than prefix and
-    suffix makes them unequal)."""
+def proved(reads: Sequence[bytes], start: int, end: int, prefix: bytes, suffix: bytes) -> list[bytes] | None:
+    """The middles of reads `start`..`end`, if each is `prefix + middle + suffix`, else None. The reads joined must
+    equal the prefix, the middles joined with `suffix + prefix`, and the suffix: the pieces line up read by read
+    (equal lengths; a read shorter than prefix and suffix makes them unequal)."""
     part = reads[start:end]
-    middles = list(map(itemgetter(slice(len(prefix), -len(suffix) or None)), part))
-    if b"".join(part) != prefix + (suffix + prefix).join(middles) + suffix:
-        return None
-    return start, end, middles
+    middles = _middles(part, prefix, suffix)
+    return middles if b"".join(part) == prefix + (suffix + prefix).join(middles) + suffix else None
+
+
+def _middles(reads: Sequence[bytes], prefix: bytes, suffix: bytes) -> list[bytes]:
+    """What lies in each read between the prefix's length and the suffix's."""
+    return list(map(itemgetter(slice(len(prefix), -len(suffix) or None)), reads))
 
 
 def counted(
@@ -81,9 +83,8 @@ def counted(
         return None
     numbers = _decimals(low, low + end - start)
     strings: list[bytes] = []
-    cut = at + len(between) + len(suffix)
     for i, j, w in _widths(low, low + end - start):
-        slicer = itemgetter(slice(cut - len(suffix) + w, -len(suffix) or None))
+        slicer = itemgetter(slice(at + w + len(between), -len(suffix) or None))
         strings += map(slicer, reads[start + i - low : start + j - low])
     k = end - start  # the widths' pieces cover the count: k strings, k integers
     # The reads as they must be, `prefix, integer, between, string, suffix` each, laid out by C-level slice stores.
@@ -95,8 +96,6 @@ def counted(
 # The decimal digits of 0, 1, 2...: grown as streams need them (a 300-token answer counts to ~310), up to a bound a
 # stream's own numbers cannot push past (a longer count takes the general proof).
 _DECIMALS: list[bytes] = []
-
-
 MAX_COUNTED = 1 << 17
 
 
@@ -133,7 +132,7 @@ def around(reads: Sequence[bytes], at: int, prefix: bytes, suffix: bytes, rest: 
         end = n
     if end - start < MIN_RUN:
         return None
-    return start, end, list(map(itemgetter(slice(len(prefix), -len(suffix) or None)), reads[start:end]))
+    return start, end, _middles(reads[start:end], prefix, suffix)
 
 
 def decoded(middles: list[bytes], rest: bytes | None) -> list[str] | None:

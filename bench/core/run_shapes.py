@@ -57,10 +57,10 @@ def _holes(a: bytes, b: bytes, tail: bytes) -> tuple[bytes, bytes | None, bytes]
     closing = _unescaped_quote(a, len(a) - _common_suffix(a, b))  # the last one's closing quote, after they do
     if opening < 0 or closing is None or closing <= opening or closing >= len(a) - len(tail):
         return None
-    a_end = _string_end(a, opening)
+    a_end = _unescaped_quote(a, opening + 1)  # the first string's closing quote
     if a_end == closing:
         return a[:opening], None, a[closing + 1 :]
-    b_end = _string_end(b, opening)
+    b_end = _unescaped_quote(b, opening + 1)
     a_start, b_start = _string_start(a, closing), _string_start(b, len(b) - len(a) + closing)
     if a_end is None or b_end is None or a_start is None or b_start is None:
         return None
@@ -68,15 +68,6 @@ def _holes(a: bytes, b: bytes, tail: bytes) -> tuple[bytes, bytes | None, bytes]
     if not rest or rest != b[b_end + 1 : b_start]:
         return None
     return a[:opening], rest, a[closing + 1 :]
-
-
-def _string_end(a: bytes, opening: int) -> int | None:
-    """The closing quote of the JSON string that opens at `opening`: the next quote no odd run of backslashes
-    escapes; None if none."""
-    at = a.find(b'"', opening + 1)
-    while at > 0 and _escaped(a, at):
-        at = a.find(b'"', at + 1)
-    return at if at > 0 else None
 
 
 def _unescaped_quote(a: bytes, at: int) -> int | None:
