@@ -221,7 +221,7 @@ def score_unit(unit: Unit, catalog: Catalog, options: Options) -> UnitOutput:
         if counted is not None:
             counted(seen % TICK)
         if scorer.cache is not None:
-            scorer.cache.flush()
+            scorer.cache.end_unit()
     if unit.shard == 0:
         scorer.describe()
     with check_deadlines():  # the deadlines' signal handler installed once for the unit's checks

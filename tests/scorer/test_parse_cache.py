@@ -312,7 +312,7 @@ def test_gaps_that_are_no_whole_integers_are_a_miss(tmp_path: Path) -> None:
     digest = bytes(16)
     first, _ = cache.parse(record, lambda: digest)  # a miss, written
     assert first.timing.itl_us == array("i", want.timing.itl_us)
-    cache.flush()
+    cache.end_unit()
     key = parse_cache.key_of(digest, None, None)
     entry = parse_cache.entry_of(parse_exchange(record), answer_facts(record))
     entry.timing.itl_us += b"\x01"  # 9 bytes: two gaps and a stray byte
@@ -336,7 +336,7 @@ def test_a_hit_reads_no_read_of_the_record(tmp_path: Path) -> None:
     cache = parse_cache.ParseCache(tmp_path / "c")
     _, facts = cache.parse(record, lambda: bytes(16))
     assert facts == AnswerFacts("chatcmpl-7", 50)
-    cache.flush()
+    cache.end_unit()
     record.response.chunks, record.response.chunk_us = [], []
     parsed, again = cache.parse(record, lambda: bytes(16))
     assert again == facts and parsed.content == "ab" and cache.stats.hits == 1
@@ -351,7 +351,7 @@ def test_a_reader_skips_the_reads_of_held_parses_and_a_miss_with_other_budgets_r
     wanted = [(parse_exchange(r), parse_exchange(r, max_tokens=3), full.digest()) for r in full]
     for record, (_, _, digest) in zip(CassetteReader(sample), wanted, strict=True):
         cache.parse(record, lambda digest=digest: digest)  # the first rescore: every parse kept, unbudgeted
-    cache.flush()
+    cache.end_unit()
     reader = CassetteReader(sample, skip_reads=cache.holds)
     wholes = []
     for record, (plain, budgeted, _) in zip(reader, wanted, strict=True):
@@ -378,13 +378,15 @@ def test_look_ups_share_a_read_snapshot_that_ends_before_a_write_and_every_reads
     snapshot, and this one's own writes are not refused for starting from the old one (SQLite's busy snapshot)."""
     monkeypatch.setattr(parse_cache, "READS", 4)
     reader, writer = parse_cache.ParseCache(tmp_path / "c"), parse_cache.ParseCache(tmp_path / "c")
+    writer.parse(_record(9), lambda: b"\x09" * 16)
+    writer.flush()  # an entry of this parser version: the reader's unit looks up
     reader.parse(_record(0), lambda: bytes(16))  # a miss: its look-up opened the snapshot
     writer.parse(_record(1), lambda: b"\x01" * 16)
     writer.flush()
-    assert writer.stats.written == 1
+    assert writer.stats.written == 2
     reader.parse(_record(1), lambda: b"\x01" * 16)  # the snapshot is older than the writer's entry
     assert (reader.stats.hits, reader.stats.misses) == (0, 2)
-    reader.flush()  # ends the snapshot, then writes its two entries
+    reader.end_unit()  # ends the snapshot, then writes its two entries (a unit's end)
     assert (reader.stats.written, reader.stats.dropped) == (2, 0)
     writer.parse(_record(2), lambda: b"\x02" * 16)
     writer.flush()
@@ -395,6 +397,36 @@ def test_look_ups_share_a_read_snapshot_that_ends_before_a_write_and_every_reads
     assert reader.stats.hits == 5 and parsed.content == "22"
     reader.close()
     writer.close()
+
+
+def test_a_unit_that_begins_with_no_entry_of_this_parser_looks_nothing_up_and_the_next_finds_its_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first rescore's look-ups would all miss: not made while the file holds no entry of this parser version
+    (another version's entries do not count); the next unit asks again and reads what this one wrote."""
+    cache = parse_cache.ParseCache(tmp_path / "c")
+    monkeypatch.setattr(parse_cache, "PARSER_VERSION", parse_cache.PARSER_VERSION - 1)
+    cache.parse(_record(7), lambda: b"\x07" * 16)  # an older parser's entry
+    cache.end_unit()
+    monkeypatch.undo()
+    db = cache._connect()
+    assert db is not None
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+    for i in range(3):
+        assert not cache.holds(bytes([i]) * 16)
+        parsed, _ = cache.parse(_record(i), lambda i=i: bytes([i]) * 16)
+        assert parsed.content == f"{i}{i}"
+    assert not [s for s in statements if "WHERE key" in s]
+    assert (cache.stats.misses, cache.stats.hits) == (4, 0)  # the older entry's parse was one
+    cache.end_unit()
+    for i in range(3):
+        assert cache.holds(bytes([i]) * 16)
+        parsed, _ = cache.parse(_record(i), lambda i=i: bytes([i]) * 16)
+        assert parsed.content == f"{i}{i}"
+    assert len([s for s in statements if "WHERE key" in s]) == 3
+    assert cache.stats.hits == 3
+    cache.close()
 
 
 def test_gaps_past_int32_read_back_from_the_cache_exactly(tmp_path: Path, catalog: Catalog, folder: Path) -> None:
