@@ -19,7 +19,9 @@ The parse of a recorded exchange depends only on its record's bytes, the parser'
   refreshed at most once an hour). Between batches it may exceed the bound by one batch.
 - Shared: WAL mode; concurrent rescores (process pool workers, Dask workers on one machine, other users of the folder)
   read without blocking and write in short batches; a batch that cannot get the lock in time is dropped (the next
-  rescore writes it). Removable at any time (`bench cache clear`): a rescore running meanwhile only misses.
+  rescore writes it). A unit that began with no entry of this parser version looks nothing up (a first rescore's
+  look-ups would all miss): what others write meanwhile it parses again. Removable at any time (`bench cache clear`):
+  a rescore running meanwhile only misses.
 """
 
 from __future__ import annotations
